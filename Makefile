@@ -1,0 +1,92 @@
+# lazyrestore — top-level build.  `make` builds everything, `make test` runs
+# the test suite (and builds first).  Each component adds itself through a
+# module.mk file; see README.md for the map.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+TOP        := $(CURDIR)
+BUILD      := $(TOP)/build
+DL         := $(BUILD)/dl
+CRIU_VER   := 4.1.1
+CRIU_TAR   := $(DL)/criu_$(CRIU_VER).orig.tar.xz
+CRIU_SRC   := $(BUILD)/criu-src
+# build/criu/ holds the binaries of the pinned tree: criu, crit.
+CRIU_BIN   := $(BUILD)/criu
+CRIU       := $(CRIU_BIN)/criu
+PATCHES    := $(TOP)/criu-patches
+JOBS       ?= $(shell nproc)
+
+CC         ?= gcc
+WARN       := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
+CFLAGS_COMMON := -std=gnu11 -g -O2 $(WARN) -D_GNU_SOURCE -I$(TOP) -I$(BUILD)/gen
+SAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+# Components append to these.
+ALL_TARGETS :=
+TEST_BINS   :=
+CLEAN_FILES :=
+
+.PHONY: all deps criu test demo clean distclean lint fuzz zdtm bench help
+
+deps: $(BUILD)/.deps-ok
+$(BUILD)/.deps-ok: scripts/deps.sh
+	@mkdir -p $(BUILD)
+	@bash scripts/deps.sh
+	@touch $@
+
+# ---- pinned CRIU -------------------------------------------------------
+$(CRIU_TAR): scripts/fetch-criu.sh | $(BUILD)/.deps-ok
+	@bash scripts/fetch-criu.sh $(DL)
+
+PATCH_FILES := $(addprefix $(PATCHES)/,$(shell sed -e 's/\#.*//' $(PATCHES)/series 2>/dev/null))
+
+# Unpack and patch afresh whenever the tarball or the series changes.
+$(CRIU_SRC)/.patched: $(CRIU_TAR) $(PATCHES)/series $(PATCH_FILES)
+	@echo "  CRIU     unpack $(CRIU_VER) and apply criu-patches/series ($(words $(PATCH_FILES)) patches)"
+	@rm -rf $(CRIU_SRC) && mkdir -p $(CRIU_SRC)
+	@tar -C $(CRIU_SRC) --strip-components=1 -xf $(CRIU_TAR)
+	@set -e; for p in $(PATCH_FILES); do \
+		echo "  PATCH    $$(basename $$p)"; \
+		patch -d $(CRIU_SRC) -p1 -s --no-backup-if-mismatch < $$p; \
+	done
+	@touch $@
+
+$(CRIU_SRC)/.built: $(CRIU_SRC)/.patched
+	@echo "  CRIU     build criu, lib, crit, zdtm (log: $(BUILD)/criu-build.log)"
+	@( $(MAKE) -C $(CRIU_SRC) -j$(JOBS) criu lib crit && \
+	   $(MAKE) -C $(CRIU_SRC)/test/zdtm -j$(JOBS) ) > $(BUILD)/criu-build.log 2>&1 || \
+	   { tail -20 $(BUILD)/criu-build.log; echo "CRIU build failed, see $(BUILD)/criu-build.log"; exit 1; }
+	@mkdir -p $(CRIU_BIN)
+	@ln -sfn $(CRIU_SRC)/criu/criu $(CRIU_BIN)/criu
+	@printf '#!/bin/sh\nPYTHONPATH=%s/lib:%s/crit exec /usr/bin/python3 -m crit "$$@"\n' \
+		$(CRIU_SRC) $(CRIU_SRC) > $(CRIU_BIN)/crit && chmod +x $(CRIU_BIN)/crit
+	@touch $@
+
+criu: $(CRIU_SRC)/.built
+
+# ---- components --------------------------------------------------------
+include $(sort $(wildcard */module.mk */*/module.mk))
+
+all: $(CRIU_SRC)/.built $(ALL_TARGETS)
+
+test: all $(TEST_BINS)
+	@bash test/run.sh $(TEST_BINS)
+
+demo: all
+	@bash test/demo.sh
+
+clean:
+	rm -rf $(BUILD)/obj $(BUILD)/gen $(BUILD)/bin $(BUILD)/lazyrestore $(CLEAN_FILES)
+
+distclean:
+	rm -rf $(BUILD)
+
+help:
+	@echo "make          build the pinned CRIU and lazyrestore (installs Debian packages)"
+	@echo "make test     the test suite (ends with 'N passed, N failed')"
+	@echo "make demo     dump the bundled demo program and show its images"
+	@echo "make lint     clang-format, cppcheck, shellcheck, gcc+clang -Werror"
+	@echo "make fuzz     run every fuzz target (FUZZ_SECONDS each)"
+	@echo "make zdtm     CRIU's zdtm suite against this build"
+	@echo "make bench    benchmarks against stock CRIU"
