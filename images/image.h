@@ -14,51 +14,51 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IMG_PAGE_SIZE 4096UL
+#define IMG_PAGE_SIZE  4096UL
 #define IMG_PAGE_SHIFT 12
 
 /* CRIU magics (criu/include/magic.h), host order u32. */
-#define IMG_COMMON_MAGIC 0x54564319U
-#define IMG_SERVICE_MAGIC 0x55105940U
+#define IMG_COMMON_MAGIC    0x54564319U
+#define IMG_SERVICE_MAGIC   0x55105940U
 #define IMG_INVENTORY_MAGIC 0x58313116U
-#define IMG_PSTREE_MAGIC 0x50273030U
-#define IMG_CORE_MAGIC 0x55053847U
-#define IMG_MM_MAGIC 0x57492820U
-#define IMG_PAGEMAP_MAGIC 0x56084025U
+#define IMG_PSTREE_MAGIC    0x50273030U
+#define IMG_CORE_MAGIC	    0x55053847U
+#define IMG_MM_MAGIC	    0x57492820U
+#define IMG_PAGEMAP_MAGIC   0x56084025U
 
 /* pagemap_entry.flags (criu/include/pagemap.h) */
-#define IMG_PE_PARENT (1U << 0)
-#define IMG_PE_LAZY (1U << 1)
+#define IMG_PE_PARENT  (1U << 0)
+#define IMG_PE_LAZY    (1U << 1)
 #define IMG_PE_PRESENT (1U << 2)
 
 /* vma_entry.status bits (criu/include/image.h) */
-#define IMG_VMA_AREA_REGULAR (1U << 0)
-#define IMG_VMA_AREA_STACK (1U << 1)
+#define IMG_VMA_AREA_REGULAR  (1U << 0)
+#define IMG_VMA_AREA_STACK    (1U << 1)
 #define IMG_VMA_AREA_VSYSCALL (1U << 2)
-#define IMG_VMA_AREA_VDSO (1U << 3)
-#define IMG_VMA_AREA_HEAP (1U << 5)
-#define IMG_VMA_FILE_PRIVATE (1U << 6)
-#define IMG_VMA_FILE_SHARED (1U << 7)
-#define IMG_VMA_ANON_SHARED (1U << 8)
-#define IMG_VMA_ANON_PRIVATE (1U << 9)
-#define IMG_VMA_AREA_SYSVIPC (1U << 10)
-#define IMG_VMA_AREA_SOCKET (1U << 11)
-#define IMG_VMA_AREA_VVAR (1U << 12)
-#define IMG_VMA_AREA_AIORING (1U << 13)
-#define IMG_VMA_AREA_MEMFD (1U << 14)
-#define IMG_VMA_AREA_SHSTK (1U << 15)
+#define IMG_VMA_AREA_VDSO     (1U << 3)
+#define IMG_VMA_AREA_HEAP     (1U << 5)
+#define IMG_VMA_FILE_PRIVATE  (1U << 6)
+#define IMG_VMA_FILE_SHARED   (1U << 7)
+#define IMG_VMA_ANON_SHARED   (1U << 8)
+#define IMG_VMA_ANON_PRIVATE  (1U << 9)
+#define IMG_VMA_AREA_SYSVIPC  (1U << 10)
+#define IMG_VMA_AREA_SOCKET   (1U << 11)
+#define IMG_VMA_AREA_VVAR     (1U << 12)
+#define IMG_VMA_AREA_AIORING  (1U << 13)
+#define IMG_VMA_AREA_MEMFD    (1U << 14)
+#define IMG_VMA_AREA_SHSTK    (1U << 15)
 
 /* task_core_entry.task_state */
-#define IMG_TASK_ALIVE 1
-#define IMG_TASK_DEAD 2
+#define IMG_TASK_ALIVE	 1
+#define IMG_TASK_DEAD	 2
 #define IMG_TASK_STOPPED 3
 
 /* Upper bounds on what a sane dump holds; larger claims are errors. */
 #define IMG_MAX_META_FILE (256UL << 20) /* any non-pages image file */
-#define IMG_MAX_ENTRY (64U << 20)	/* one protobuf record */
-#define IMG_MAX_TASKS (1U << 20)
-#define IMG_MAX_VMAS (1U << 20)
-#define IMG_MAX_THREADS (1U << 20)
+#define IMG_MAX_ENTRY	  (64U << 20)	/* one protobuf record */
+#define IMG_MAX_TASKS	  (1U << 20)
+#define IMG_MAX_VMAS	  (1U << 20)
+#define IMG_MAX_THREADS	  (1U << 20)
 
 struct img_err {
 	char msg[512]; /* "FILE: offset N: problem" */

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * userfaultfd definitions that Debian 12's linux-libc-dev (6.1) lacks but the
+ * running kernel (6.18) implements.  Values are the kernel's uapi values
+ * (include/uapi/linux/userfaultfd.h).  The one place the project defines them.
+ */
+#ifndef LAZYRESTORE_UFFD_COMPAT_H
+#define LAZYRESTORE_UFFD_COMPAT_H
+
+#include <linux/types.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+
+#ifndef UFFD_FEATURE_POISON
+#define UFFD_FEATURE_POISON (1 << 14)
+#endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+#ifndef UFFD_FEATURE_MOVE
+#define UFFD_FEATURE_MOVE (1 << 16)
+#endif
+
+#ifndef _UFFDIO_MOVE
+#define _UFFDIO_MOVE (0x05)
+#endif
+#ifndef _UFFDIO_POISON
+#define _UFFDIO_POISON (0x08)
+#endif
+
+#ifndef UFFDIO_MOVE
+struct uffdio_move {
+	__u64 dst;
+	__u64 src;
+	__u64 len;
+#define UFFDIO_MOVE_MODE_DONTWAKE	 ((__u64)1 << 0)
+#define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES ((__u64)1 << 1)
+	__u64 mode;
+	__s64 move; /* bytes moved, or -errno */
+};
+#define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
+#endif
+
+#ifndef UFFDIO_POISON
+struct uffdio_poison {
+	struct uffdio_range range;
+#define UFFDIO_POISON_MODE_DONTWAKE ((__u64)1 << 0)
+	__u64 mode;
+	__s64 updated;
+};
+#define UFFDIO_POISON _IOWR(UFFDIO, _UFFDIO_POISON, struct uffdio_poison)
+#endif
+
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC	    0xAA
+#define USERFAULTFD_IOC_NEW _IO(USERFAULTFD_IOC, 0x00)
+#endif
+
+#endif

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* Subcommands of the lazyrestore CLI; each parses its own options. */
+#ifndef LAZYRESTORE_COMMANDS_H
+#define LAZYRESTORE_COMMANDS_H
+
+struct lr_command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv); /* argv[0] is the command name */
+};
+
+int cmd_show(int argc, char **argv);
+
+#endif

@@ -1,0 +1,78 @@
+#!/bin/bash
+# Helpers shared by test/cases/*.sh.  Source it: . "$(dirname "$0")/../lib/common.sh"
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=$TOP/build
+CRIU=$BUILD/criu/criu
+LAZYRESTORE=$BUILD/lazyrestore
+PROGS=$BUILD/test-progs
+failures=0
+
+pass() { echo "PASS: $1"; }
+fail() { echo "FAIL: $1: $2"; failures=$((failures + 1)); }
+skip() { echo "SKIP: $1: $2"; }
+finish() { exit $((failures > 0)); }
+
+# A fresh scratch directory under build/test-work, removed by cleanup unless KEEP=1.
+scratch() {
+	local d=$BUILD/test-work/$1
+	rm -rf "$d" && mkdir -p "$d" && echo "$d"
+}
+
+# wait_for_file FILE [SECONDS]
+wait_for_file() {
+	local f=$1 n=$((${2:-30} * 10))
+	while [ ! -e "$f" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+	[ -e "$f" ]
+}
+
+# start_memhog DIR ARGS... : starts memhog detached (own session, no tty), prints its pid
+start_memhog() {
+	local d=$1
+	shift
+	setsid "$PROGS/memhog" -d "$d" "$@" </dev/null >/dev/null 2>&1 &
+	local pid=$!
+	wait_for_file "$d/ready.$pid" 60 || { echo "memhog $pid did not get ready" >&2; return 1; }
+	echo "$pid"
+}
+
+# pids of every memhog process that wrote a manifest into DIR
+memhog_pids() {
+	local f
+	for f in "$1"/ready.*; do [ -e "$f" ] && echo "${f##*.}"; done
+}
+
+# check_memhog NAME DIR : SIGUSR1 each memhog of DIR and expect "OK" from each
+check_memhog() {
+	local name=$1 d=$2 pid ok=1 res
+	for pid in $(memhog_pids "$d"); do
+		rm -f "$d/result.$pid"
+		kill -USR1 "$pid" 2>/dev/null || { fail "$name" "task $pid is not running"; ok=0; continue; }
+	done
+	for pid in $(memhog_pids "$d"); do
+		if ! wait_for_file "$d/result.$pid" 120; then
+			fail "$name" "task $pid wrote no result"
+			ok=0
+			continue
+		fi
+		res=$(cat "$d/result.$pid")
+		case $res in
+		OK*) ;;
+		*) fail "$name" "task $pid: $res"; ok=0 ;;
+		esac
+	done
+	[ $ok = 1 ] && pass "$name"
+	[ $ok = 1 ]
+}
+
+kill_memhogs() {
+	local pid
+	for pid in $(memhog_pids "$1"); do kill -KILL "$pid" 2>/dev/null; done
+	return 0
+}
+
+# criu_dump PID DIR [extra args]: dump (tree is killed), log in DIR/dump.log
+criu_dump() {
+	local pid=$1 d=$2
+	shift 2
+	"$CRIU" dump -t "$pid" -D "$d" -o dump.log -v4 "$@"
+}
