@@ -143,11 +143,13 @@ static int check_pme(const struct img_file *f, size_t off, const struct img_mm *
 		const struct img_pme *q = &mm->pmes[mm->nr_pmes - 1];
 		uint64_t qend = q->vaddr + ((uint64_t)q->nr_pages << IMG_PAGE_SHIFT);
 
+		if (p->vaddr < q->vaddr)
+			return img_fail(err, f->name, off, "pagemap entry at %#llx is out of order: after one at %#llx",
+					(unsigned long long)p->vaddr, (unsigned long long)q->vaddr);
 		if (p->vaddr < qend)
-			return img_fail(err, f->name, off,
-					"pagemap entry at %#llx overlaps or precedes the one before (%#llx-%#llx)",
-					(unsigned long long)p->vaddr, (unsigned long long)q->vaddr,
-					(unsigned long long)qend);
+			return img_fail(
+			    err, f->name, off, "pagemap entry at %#llx overlaps the one before (%#llx-%#llx)",
+			    (unsigned long long)p->vaddr, (unsigned long long)q->vaddr, (unsigned long long)qend);
 	}
 	if (!covered_by_vmas(mm, vi, p->vaddr, p->vaddr + len))
 		return img_fail(err, f->name, off, "pagemap entry %#llx-%#llx is not inside the task's VMAs",

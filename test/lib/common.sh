@@ -74,5 +74,15 @@ kill_memhogs() {
 criu_dump() {
 	local pid=$1 d=$2
 	shift 2
-	"$CRIU" dump -t "$pid" -D "$d" -o dump.log -v4 "$@"
+	mkdir -p "$d" && "$CRIU" dump -t "$pid" -D "$d" -o dump.log -v4 "$@" || return 1
+	wait_tree_gone "$d"
+}
+
+# The dumped tree was killed; its pids must be free (reaped) before a restore can reuse them.
+wait_tree_gone() {
+	local pid n=100
+	for pid in $(sed -n 's/.*Seized task \([0-9]*\).*/\1/p' "$1/dump.log"); do
+		while [ -e "/proc/$pid" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+	done
+	[ $n -gt 0 ] || { echo "dumped tasks still exist after 10 s" >&2; return 1; }
 }

@@ -207,6 +207,7 @@ int main(int argc, char **argv)
 	int opt, do_fork = 0, threads = 0;
 	struct sigaction sa = {0};
 	uint8_t *big;
+	void *heap;
 
 	while ((opt = getopt(argc, argv, "d:m:ft:")) != -1) {
 		switch (opt) {
@@ -243,7 +244,10 @@ int main(int argc, char **argv)
 	if (mprotect(regions[nr_regions - 1].start, 1 << 20, PROT_READ))
 		die("mprotect");
 	add_region(map_anon(1 << 20), 1 << 20, 0, K_ZERO, "zeros");
-	add_region(malloc(256 << 10), 256 << 10, 5, K_PATTERN, "heap");
+	/* page-aligned so that every region is made of whole pages */
+	if (posix_memalign(&heap, PAGE, 256 << 10))
+		die("posix_memalign");
+	add_region(heap, 256 << 10, 5, K_PATTERN, "heap");
 
 	for (int i = 0; i < threads; i++) {
 		pthread_t t;
