@@ -218,6 +218,22 @@ static void print_task_json(const struct img_task *t, const struct img_mm *mm, s
 	printf("}");
 }
 
+static void print_json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
 static int show(const char *dir, bool json)
 {
 	struct page_counts total = {0}, tc;
@@ -231,9 +247,11 @@ static int show(const char *dir, bool json)
 		fprintf(stderr, "lazyrestore show: %s\n", err.msg);
 		goto out;
 	}
-	if (json)
-		printf("{\n  \"images_dir\": \"%s\",\n  \"tasks\": [", dir);
-	else
+	if (json) {
+		printf("{\n  \"images_dir\": ");
+		print_json_string(dir);
+		printf(",\n  \"tasks\": [");
+	} else
 		printf("images: %s, %zu task%s\n\n", dir, nr, nr == 1 ? "" : "s");
 	for (size_t i = 0; i < nr; i++) {
 		struct img_mm mm, *mmp = NULL;
