@@ -10,5 +10,6 @@ struct lr_command {
 };
 
 int cmd_show(int argc, char **argv);
+int cmd_lazy_pages(int argc, char **argv);
 
 #endif

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* The lazy-pages daemon: options and the serve sequence. */
+#ifndef LAZYRESTORE_DAEMON_H
+#define LAZYRESTORE_DAEMON_H
+
+#include <stdbool.h>
+
+struct lr_daemon_opts {
+	const char *images_dir, *work_dir, *log_file, *stats_file;
+	int status_fd, level;
+	unsigned workers;
+	bool progress;
+};
+
+int lr_daemon_run(const struct lr_daemon_opts *o);
+
+#endif

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `lazyrestore lazy-pages`: a drop-in for `criu lazy-pages` serving a restore
+ * from local images.  Accepts zdtm's command line (criu-internals §6).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "images/image.h"
+#include "plugin/cli/commands.h"
+#include "plugin/daemon/daemon.h"
+#include "plugin/engine/engine.h"
+#include "plugin/handoff/handoff.h"
+#include "plugin/log/log.h"
+#include "plugin/source/source.h"
+
+static const char usage_text[] =
+    "usage: lazyrestore lazy-pages [OPTIONS]\n"
+    "\n"
+    "Serve the memory of a lazily restored process tree: a drop-in for\n"
+    "`criu lazy-pages`.  Start it first, wait for it to listen (--status-fd), then\n"
+    "run `criu restore --lazy-pages -d` with the same work directory.  It receives\n"
+    "every restored task's userfaultfd on WORKDIR/lazy-pages.socket, serves page\n"
+    "faults from the images at once (with an adaptive fault-around window),\n"
+    "streams the remaining pages in the background once the restore has finished,\n"
+    "and exits 0 when every task's memory is resident or the task is gone.\n"
+    "If a page cannot be served correctly (unreadable or inconsistent images, a\n"
+    "broken hand-off) it kills the restored tree and logs one line saying why:\n"
+    "a restored program never runs with wrong memory.\n"
+    "\n"
+    "options:\n"
+    "  -D, --images-dir DIR   the dump to serve (default: .)\n"
+    "  -W, --work-dir DIR     where lazy-pages.socket and a relative log file go\n"
+    "                         (default: the images dir); criu restore must use the same\n"
+    "  -o, --log-file FILE    log here ('-' = stdout; default stderr); relative to WORKDIR\n"
+    "  -v, -vv ...            more verbose (each -v adds one level)\n"
+    "      --verbosity[=N]    log level: 1 errors, 2 +warnings (default), 3 +info, 4 +debug\n"
+    "      --status-fd FD     write one 0x00 byte to FD once listening, then close it\n"
+    "      --stats FILE       at exit write the stats as JSON to FILE\n"
+    "      --progress         draw a progress line on stderr when it is a terminal\n"
+    "      --workers N        background prefetch threads (default 2, 0 = faults only)\n"
+    "      --no-default-config  accepted for criu compatibility; there is no config file\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Exit status: 0 when all memory was served, 1 on any error, 2 on bad usage.\n";
+
+enum { OPT_STATUS_FD = 256, OPT_VERBOSITY, OPT_NO_DEFAULT_CONFIG, OPT_STATS, OPT_PROGRESS, OPT_WORKERS };
+
+static const struct option long_opts[] = {
+    {"images-dir", required_argument, NULL, 'D'},
+    {"work-dir", required_argument, NULL, 'W'},
+    {"log-file", required_argument, NULL, 'o'},
+    {"verbosity", optional_argument, NULL, OPT_VERBOSITY},
+    {"status-fd", required_argument, NULL, OPT_STATUS_FD},
+    {"stats", required_argument, NULL, OPT_STATS},
+    {"progress", no_argument, NULL, OPT_PROGRESS},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"no-default-config", no_argument, NULL, OPT_NO_DEFAULT_CONFIG},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int parse_uint(const char *opt, const char *s, long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+
+	if (errno || end == s || *end || v < 0 || v > max) {
+		fprintf(stderr, "lazyrestore lazy-pages: %s: bad value '%s' (0..%ld)\n", opt, s, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
+{
+	int c, verbose = 0;
+	long v;
+
+	memset(o, 0, sizeof(*o));
+	o->images_dir = ".";
+	o->status_fd = -1;
+	o->level = LR_LOG_WARN;
+	o->workers = 2;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "D:W:o:vh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'D':
+			o->images_dir = optarg;
+			break;
+		case 'W':
+			o->work_dir = optarg;
+			break;
+		case 'o':
+			o->log_file = optarg;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case OPT_VERBOSITY:
+			if (!optarg)
+				verbose++;
+			else if (parse_uint("--verbosity", optarg, 10, &v))
+				return -1;
+			else
+				o->level = (int)v;
+			break;
+		case OPT_STATUS_FD:
+			if (parse_uint("--status-fd", optarg, INT_MAX, &v))
+				return -1;
+			o->status_fd = (int)v;
+			break;
+		case OPT_STATS:
+			o->stats_file = optarg;
+			break;
+		case OPT_PROGRESS:
+			o->progress = true;
+			break;
+		case OPT_WORKERS:
+			if (parse_uint("--workers", optarg, 8, &v))
+				return -1;
+			o->workers = (unsigned)v;
+			break;
+		case OPT_NO_DEFAULT_CONFIG:
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'lazyrestore lazy-pages --help'.\n");
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "lazyrestore lazy-pages: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	o->level += verbose;
+	return 0;
+}
+
+int cmd_lazy_pages(int argc, char **argv)
+{
+	struct lr_daemon_opts o;
+
+	if (parse_args(argc, argv, &o))
+		return 2;
+	/* A restore that dies must not kill us through a write to its socket. */
+	signal(SIGPIPE, SIG_IGN);
+	return lr_daemon_run(&o) ? 1 : 0;
+}

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+/* Engine life cycle: tasks, the epoll fault loop, completion and failure. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "plugin/engine/internal.h"
+#include "plugin/engine/tree.h"
+#include "plugin/log/log.h"
+
+#define WAKE_TAG NULL
+
+struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engine_opts *o)
+{
+	struct lr_engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->src = src;
+	e->o = *o;
+	if (e->o.workers > MAX_WORKERS)
+		e->o.workers = MAX_WORKERS;
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->work, NULL);
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	e->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = WAKE_TAG};
+	if (e->epfd < 0 || e->wakefd < 0 || epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->wakefd, &ev)) {
+		pr_perror("can't set up the engine's epoll");
+		lr_engine_destroy(e);
+		return NULL;
+	}
+	e->stats.t_start = lr_now();
+	return e;
+}
+
+void lr_engine_destroy(struct lr_engine *e)
+{
+	if (!e)
+		return;
+	lr_prefetch_stop(e);
+	for (size_t i = 0; i < e->nr_tasks; i++) {
+		struct lr_task *t = e->tasks[i];
+		if (t->uffd >= 0)
+			close(t->uffd);
+		lr_ranges_free(&t->pending);
+		pthread_rwlock_destroy(&t->copy_lock);
+		free(t);
+	}
+	free(e->tasks);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	if (e->wakefd >= 0)
+		close(e->wakefd);
+	free(e);
+}
+
+void lr_engine_kick(struct lr_engine *e)
+{
+	uint64_t one = 1;
+	if (write(e->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		pr_perror("engine wake-up");
+}
+
+struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32_t src_pid, pid_t real_pid)
+{
+	struct lr_task *t = calloc(1, sizeof(*t));
+	pthread_rwlockattr_t ra;
+
+	if (!t)
+		return NULL;
+	if (e->nr_tasks == e->cap_tasks) {
+		size_t cap = e->cap_tasks ? e->cap_tasks * 2 : 16;
+		struct lr_task **v = realloc(e->tasks, cap * sizeof(*v));
+		if (!v) {
+			free(t);
+			return NULL;
+		}
+		e->tasks = v;
+		e->cap_tasks = cap;
+	}
+	t->uffd = uffd;
+	t->vpid = vpid;
+	t->src_pid = src_pid;
+	t->real_pid = real_pid;
+	t->window = FAULT_AROUND_START;
+	lr_ranges_init(&t->pending);
+	/* Writer preference: the fault thread must not starve behind prefetch copies. */
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&t->copy_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = t};
+	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, uffd, &ev)) {
+		pr_perror("can't watch uffd %d of task %u", uffd, src_pid);
+		pthread_rwlock_destroy(&t->copy_lock);
+		free(t);
+		return NULL;
+	}
+	e->tasks[e->nr_tasks++] = t;
+	return t;
+}
+
+int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int uffd, const struct img_mm *mm)
+{
+	char err[512];
+	int ret = -1;
+
+	pthread_mutex_lock(&e->lock);
+	struct lr_task *t = lr_task_new(e, uffd, vpid, vpid, real_pid);
+	if (!t)
+		goto out;
+	if (lr_ranges_build(&t->pending, mm, err, sizeof(err))) {
+		pr_err("%s", err);
+		goto out;
+	}
+	e->stats.total_pages += t->pending.pages;
+	pr_info("task %u (pid %d): uffd %d, %zu lazy ranges, %llu pages", vpid, real_pid, uffd, t->pending.nr,
+		(unsigned long long)t->pending.pages);
+	ret = 0;
+out:
+	pthread_mutex_unlock(&e->lock);
+	return ret;
+}
+
+void lr_engine_restore_finished(struct lr_engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->finished = true;
+	e->stats.t_finished = lr_now();
+	pthread_cond_broadcast(&e->work);
+	pthread_mutex_unlock(&e->lock);
+	lr_engine_kick(e);
+}
+
+/* Lock held. */
+void lr_task_gone(struct lr_engine *e, struct lr_task *t)
+{
+	if (t->gone)
+		return;
+	t->gone = true;
+	lr_ranges_free(&t->pending);
+	for (unsigned i = 0; i < MAX_WORKERS; i++)
+		if (e->claims[i].t == t)
+			e->claims[i].cancelled = true;
+	epoll_ctl(e->epfd, EPOLL_CTL_DEL, t->uffd, NULL);
+	e->stats.tasks_gone++;
+	pr_debug("task %u (pid %d) is gone", t->src_pid, t->real_pid);
+}
+
+/* Lock held. */
+void lr_engine_fail_locked(struct lr_engine *e, const char *why)
+{
+	pid_t pids[256];
+	size_t n = 0;
+
+	if (e->failed)
+		return;
+	e->failed = e->stop = true;
+	pr_err("%s; killing the restored tree", why);
+	for (size_t i = 0; i < e->nr_tasks && n < 256; i++)
+		if (e->tasks[i]->real_pid > 0)
+			pids[n++] = e->tasks[i]->real_pid;
+	lr_tree_kill(pids, n);
+	pthread_cond_broadcast(&e->work);
+	lr_engine_kick(e);
+}
+
+void lr_engine_fail(struct lr_engine *e, const char *why)
+{
+	pthread_mutex_lock(&e->lock);
+	lr_engine_fail_locked(e, why);
+	pthread_mutex_unlock(&e->lock);
+}
+
+const struct lr_stats *lr_engine_stats(const struct lr_engine *e)
+{
+	return &e->stats;
+}
+
+/* Lock held: restore finished and nothing left pending or in a worker's hands. */
+static bool all_done(struct lr_engine *e)
+{
+	if (!e->finished)
+		return false;
+	for (size_t i = 0; i < e->nr_tasks; i++)
+		if (!e->tasks[i]->gone && e->tasks[i]->pending.pages)
+			return false;
+	for (unsigned i = 0; i < MAX_WORKERS; i++)
+		if (e->claims[i].t)
+			return false;
+	return true;
+}
+
+static void draw_progress(struct lr_engine *e)
+{
+	uint64_t left = 0;
+
+	for (size_t i = 0; i < e->nr_tasks; i++)
+		left += e->tasks[i]->pending.pages;
+	uint64_t total = e->stats.total_pages, have = total > left ? total - left : 0;
+	fprintf(stderr, "\rlazy-pages: %llu/%llu MiB resident, %llu faults   ", (unsigned long long)(have >> 8),
+		(unsigned long long)(total >> 8), (unsigned long long)e->stats.faults);
+}
+
+int lr_engine_run(struct lr_engine *e)
+{
+	struct epoll_event evs[32];
+	bool progress = e->o.progress && isatty(STDERR_FILENO);
+	int ret = -1;
+
+	if (lr_prefetch_start(e))
+		return -1;
+	for (;;) {
+		pthread_mutex_lock(&e->lock);
+		bool stop = e->stop, done = all_done(e);
+		if (progress)
+			draw_progress(e);
+		pthread_mutex_unlock(&e->lock);
+		if (stop)
+			break;
+		if (done) {
+			ret = 0;
+			break;
+		}
+		int n = epoll_wait(e->epfd, evs, 32, progress ? 200 : -1);
+		if (n < 0 && errno != EINTR) {
+			pr_perror("epoll_wait");
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct lr_task *t = evs[i].data.ptr;
+			if (t == WAKE_TAG) {
+				uint64_t v;
+				if (read(e->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+					pr_perror("engine wake-up read");
+				continue;
+			}
+			if (lr_drain_uffd(e, t))
+				goto out;
+		}
+	}
+out:
+	pthread_mutex_lock(&e->lock);
+	if (ret == 0)
+		e->stats.t_all_resident = lr_now();
+	e->stop = true;
+	pthread_cond_broadcast(&e->work);
+	pthread_mutex_unlock(&e->lock);
+	if (progress)
+		fprintf(stderr, "\n");
+	lr_prefetch_stop(e);
+	if (e->failed)
+		ret = -1;
+	return ret;
+}

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fault thread's work: read a uffd's messages, apply its events to the
+ * ranges, serve its faults (faulting page + adaptive fault-around window).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/uffd-compat.h"
+#include "plugin/engine/internal.h"
+#include "plugin/log/log.h"
+
+#define MSG_BATCH    64
+#define MAX_DEFERRED 256
+
+/* Give every claim overlapping [s,e) back to pending, so the event sees it. */
+static int reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t end)
+{
+	for (unsigned i = 0; i < MAX_WORKERS; i++) {
+		struct lr_claim *c = &e->claims[i];
+		uint64_t rest = c->start + c->done;
+
+		if (c->t != t || c->cancelled || rest >= c->end || rest >= end || c->end <= s)
+			continue;
+		c->cancelled = true;
+		if (lr_ranges_add(&t->pending, rest, c->end, c->img + c->done))
+			return -1;
+	}
+	return 0;
+}
+
+static int on_fork(struct lr_engine *e, struct lr_task *t, int ufd)
+{
+	int fl = fcntl(ufd, F_GETFL);
+
+	if (fl < 0 || fcntl(ufd, F_SETFL, fl | O_NONBLOCK | O_CLOEXEC)) {
+		pr_perror("fork of task %u: can't set up the child's uffd %d", t->src_pid, ufd);
+		return -1;
+	}
+	if (e->o.new_uffd && e->o.new_uffd(e->o.arg, ufd, t->src_pid)) {
+		pr_err("fork of task %u: can't hand the child's uffd to the supervisor", t->src_pid);
+		return -1;
+	}
+	struct lr_task *c = lr_task_new(e, ufd, 0, t->src_pid, 0);
+	if (!c || lr_ranges_copy(&c->pending, &t->pending))
+		return -1;
+	/* Pages a worker had claimed but not installed before the fork are missing in the child too. */
+	for (unsigned i = 0; i < MAX_WORKERS; i++) {
+		struct lr_claim *cl = &e->claims[i];
+		if (cl->t == t && !cl->cancelled && cl->start + cl->done < cl->end &&
+		    lr_ranges_add(&c->pending, cl->start + cl->done, cl->end, cl->img + cl->done))
+			return -1;
+	}
+	c->window = t->window;
+	e->stats.forks++;
+	pthread_cond_broadcast(&e->work);
+	pr_debug("task %u forked: child uffd %d, %llu pages pending", t->src_pid, ufd,
+		 (unsigned long long)c->pending.pages);
+	return 0;
+}
+
+/* Lock held.  Returns -1 on a fatal error. */
+static int apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd_msg *m)
+{
+	switch (m->event) {
+	case UFFD_EVENT_FORK:
+		return on_fork(e, t, (int)m->arg.fork.ufd);
+	case UFFD_EVENT_REMAP: {
+		uint64_t from = m->arg.remap.from, to = m->arg.remap.to, len = m->arg.remap.len;
+		e->stats.remaps++;
+		pr_debug("task %u: remap 0x%llx -> 0x%llx, %llu bytes", t->src_pid, (unsigned long long)from,
+			 (unsigned long long)to, (unsigned long long)len);
+		if (reclaim(e, t, from, from + len) || reclaim(e, t, to, to + len))
+			return -1;
+		return lr_ranges_remap(&t->pending, from, to, len);
+	}
+	case UFFD_EVENT_REMOVE:
+	case UFFD_EVENT_UNMAP: {
+		uint64_t s = m->arg.remove.start, end = m->arg.remove.end;
+		if (m->event == UFFD_EVENT_REMOVE)
+			e->stats.removes++;
+		else
+			e->stats.unmaps++;
+		pr_debug("task %u: %s 0x%llx-0x%llx", t->src_pid, m->event == UFFD_EVENT_REMOVE ? "remove" : "unmap",
+			 (unsigned long long)s, (unsigned long long)end);
+		/* REMOVE'd pages must read zero from now on: drop them, never install them. */
+		if (reclaim(e, t, s, end))
+			return -1;
+		return lr_ranges_drop(&t->pending, s, end);
+	}
+	default:
+		pr_err("task %u: unexpected uffd event 0x%x", t->src_pid, m->event);
+		return -1;
+	}
+}
+
+static void adapt_window(struct lr_task *t, uint64_t addr)
+{
+	if (addr == t->next_fault) {
+		if (t->window < FAULT_AROUND_MAX)
+			t->window *= 2;
+	} else if (t->window > 1) {
+		t->window /= 2;
+	}
+}
+
+/* Where the data for addr is, under lock: pending (claimed here) or a worker's claim. */
+static int locate(struct lr_engine *e, struct lr_task *t, uint64_t addr, uint64_t *len, uint64_t *img)
+{
+	long i = lr_ranges_find(&t->pending, addr);
+
+	if (i >= 0) {
+		struct lr_range r = t->pending.v[i];
+		adapt_window(t, addr);
+		uint64_t end = addr + (uint64_t)t->window * PAGE;
+		if (end > r.end)
+			end = r.end;
+		*len = end - addr;
+		*img = r.img + (addr - r.start);
+		t->next_fault = end;
+		/* Ours now: a worker must not take it, nor may an event miss it. */
+		return lr_ranges_drop(&t->pending, addr, end) ? -1 : 1;
+	}
+	for (unsigned k = 0; k < MAX_WORKERS; k++) {
+		struct lr_claim *c = &e->claims[k];
+		if (c->t == t && !c->cancelled && addr >= c->start + c->done && addr < c->end) {
+			*len = PAGE;
+			*img = c->img + (addr - c->start);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static void account_fault(struct lr_engine *e, uint64_t installed, double t0)
+{
+	double now = lr_now();
+
+	pthread_mutex_lock(&e->lock);
+	e->stats.faults++;
+	if (installed) {
+		e->stats.fault_pages++;
+		e->stats.fault_around_pages += installed / PAGE - 1;
+	}
+	if (!e->stats.t_first_fault)
+		e->stats.t_first_fault = now;
+	lr_stats_latency(&e->stats, (uint64_t)((now - t0) * 1e9));
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* Serve one fault; INSTALL_AGAIN asks the caller to read events and retry. */
+static int serve_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, double t0)
+{
+	uint64_t len = 0, img = 0, done = 0, installed = 0;
+	bool existed = false;
+	int where, ret;
+
+	addr &= ~(PAGE - 1);
+	pthread_mutex_lock(&e->lock);
+	if (t->gone) {
+		pthread_mutex_unlock(&e->lock);
+		return INSTALL_OK;
+	}
+	where = locate(e, t, addr, &len, &img);
+	e->hint_task = t;
+	e->hint_addr = addr;
+	pthread_mutex_unlock(&e->lock);
+	if (where < 0) {
+		lr_engine_fail(e, "out of memory in the fault path");
+		return INSTALL_FATAL;
+	}
+	if (where == 0) {
+		ret = lr_zeropage(e, t, addr);
+	} else {
+		ret = lr_install(e, t, addr, img, len, &done, &installed, &existed);
+		if (where == 1 && done < len && ret != INSTALL_GONE) {
+			/* whatever was not installed goes back for later */
+			pthread_mutex_lock(&e->lock);
+			if (!t->gone && lr_ranges_add(&t->pending, addr + done, addr + len, img + done))
+				ret = INSTALL_FATAL;
+			pthread_cond_broadcast(&e->work);
+			pthread_mutex_unlock(&e->lock);
+		}
+		if (ret == INSTALL_OK && existed)
+			lr_wake(t, addr, PAGE);
+	}
+	if (ret == INSTALL_OK)
+		account_fault(e, installed, t0);
+	return ret;
+}
+
+static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *msgs, int *nr)
+{
+	ssize_t n;
+	int ret = 0;
+
+	pthread_rwlock_wrlock(&t->copy_lock);
+	do
+		n = read(t->uffd, msgs, MSG_BATCH * sizeof(*msgs));
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		*nr = 0;
+		ret = errno == EAGAIN ? 0 : -1;
+		if (ret)
+			pr_perror("task %u: read of uffd %d", t->src_pid, t->uffd);
+		goto out;
+	}
+	*nr = (int)(n / sizeof(*msgs));
+	pthread_mutex_lock(&e->lock);
+	for (int i = 0; i < *nr && !ret; i++)
+		if (msgs[i].event != UFFD_EVENT_PAGEFAULT && apply_event(e, t, &msgs[i]))
+			ret = -1;
+	pthread_mutex_unlock(&e->lock);
+out:
+	pthread_rwlock_unlock(&t->copy_lock);
+	return ret;
+}
+
+/* Wait a little for the event that makes the mm busy to show up. */
+static void wait_readable(struct lr_task *t)
+{
+	struct pollfd p = {.fd = t->uffd, .events = POLLIN};
+	if (poll(&p, 1, 1) < 0 && errno != EINTR)
+		pr_perror("poll of uffd %d", t->uffd);
+}
+
+int lr_drain_uffd(struct lr_engine *e, struct lr_task *t)
+{
+	struct uffd_msg msgs[MSG_BATCH];
+	uint64_t deferred[MAX_DEFERRED];
+	double deferred_t0[MAX_DEFERRED];
+	int nr, nd = 0;
+
+	for (;;) {
+		if (read_batch(e, t, msgs, &nr)) {
+			lr_engine_fail(e, "bad message from a uffd");
+			return -1;
+		}
+		double t0 = lr_now();
+		for (int i = 0; i < nr; i++) {
+			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
+				continue;
+			int r = serve_fault(e, t, msgs[i].arg.pagefault.address, t0);
+			if (r == INSTALL_FATAL)
+				return -1;
+			if (r == INSTALL_GONE) {
+				pthread_mutex_lock(&e->lock);
+				lr_task_gone(e, t);
+				pthread_mutex_unlock(&e->lock);
+				return 0;
+			}
+			if (r == INSTALL_AGAIN && nd < MAX_DEFERRED) {
+				deferred_t0[nd] = t0;
+				deferred[nd++] = msgs[i].arg.pagefault.address;
+			}
+		}
+		if (nr > 0)
+			continue;
+		if (!nd)
+			return 0;
+		/* Retry faults that met a changing mm once its events are read. */
+		int left = 0;
+		for (int i = 0; i < nd; i++) {
+			int r = serve_fault(e, t, deferred[i], deferred_t0[i]);
+			if (r == INSTALL_FATAL)
+				return -1;
+			if (r == INSTALL_AGAIN) {
+				deferred_t0[left] = deferred_t0[i];
+				deferred[left++] = deferred[i];
+			}
+		}
+		nd = left;
+		if (nd)
+			wait_readable(t);
+	}
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/* Engine internals shared by its files (not an interface). */
+#ifndef LAZYRESTORE_ENGINE_INTERNAL_H
+#define LAZYRESTORE_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "plugin/engine/engine.h"
+#include "plugin/engine/ranges.h"
+
+#define PAGE		   IMG_PAGE_SIZE
+#define FAULT_AROUND_START 16U
+#define FAULT_AROUND_MAX   512U /* 2 MiB */
+#define PREFETCH_CHUNK	   (2UL << 20)
+/* One UFFDIO_COPY of prefetch: the fault thread waits at most this long for it. */
+#define PREFETCH_STEP (256UL << 10)
+#define MAX_WORKERS   8
+
+struct lr_task {
+	int uffd;
+	uint32_t vpid;	  /* 0 for a fork child */
+	uint32_t src_pid; /* whose images hold its pages */
+	pid_t real_pid;	  /* 0 if unknown */
+	bool gone;
+	struct lr_ranges pending; /* image data not installed and not claimed */
+	/*
+	 * Held for writing while the fault thread reads this uffd and applies its
+	 * events, for reading around each prefetch UFFDIO_COPY.  So no prefetch
+	 * copy can run between our read of a REMOVE and our dropping its range,
+	 * which would install stale data over the zapped pages.
+	 */
+	pthread_rwlock_t copy_lock;
+	uint64_t next_fault; /* end of the last fault-around window */
+	unsigned window;     /* fault-around pages */
+};
+
+/* A piece of a task's ranges taken by a prefetch worker. */
+struct lr_claim {
+	struct lr_task *t; /* NULL: slot free */
+	uint64_t start, end, img;
+	uint64_t done;	/* bytes from start handled */
+	bool cancelled; /* an event took it back */
+};
+
+struct lr_engine {
+	pthread_mutex_t lock; /* tasks, ranges, claims, stats */
+	pthread_cond_t work;
+	struct lr_task **tasks;
+	size_t nr_tasks, cap_tasks;
+	struct lr_claim claims[MAX_WORKERS];
+	struct page_source *src;
+	struct lr_engine_opts o;
+	int epfd, wakefd;
+	bool finished, stop, failed;
+	struct lr_task *hint_task; /* most recent fault, for prefetch order */
+	uint64_t hint_addr;
+	size_t rr; /* round-robin start for prefetch */
+	struct lr_worker {
+		struct lr_engine *e;
+		unsigned slot; /* its claims[] entry */
+		pthread_t th;
+	} workers[MAX_WORKERS];
+	unsigned nr_workers;
+	struct lr_stats stats;
+};
+
+/* uffd operations (uffdops.c) */
+enum { INSTALL_OK = 0, INSTALL_AGAIN = 1, INSTALL_GONE = 2, INSTALL_FATAL = -1 };
+int lr_install(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, uint64_t *done,
+	       uint64_t *installed, bool *first_existed);
+int lr_zeropage(struct lr_engine *e, struct lr_task *t, uint64_t addr);
+void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
+
+/* engine.c */
+void lr_task_gone(struct lr_engine *e, struct lr_task *t); /* lock held */
+void lr_engine_kick(struct lr_engine *e);
+struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32_t src_pid,
+			    pid_t real_pid); /* lock held */
+void lr_engine_fail_locked(struct lr_engine *e, const char *why);
+
+/* fault.c */
+int lr_drain_uffd(struct lr_engine *e, struct lr_task *t);
+
+/* prefetch.c */
+int lr_prefetch_start(struct lr_engine *e);
+void lr_prefetch_stop(struct lr_engine *e);
+
+#endif

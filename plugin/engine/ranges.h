@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-task lazy ranges: the pages of lazy VMAs whose image data has not been
+ * installed yet.  A page in no range of a lazy VMA reads as zero (never dumped,
+ * already installed, or dropped by REMOVE/UNMAP).  Ranges never cross a
+ * dump-time VMA edge, so one UFFDIO_COPY can cover any piece of one range.
+ * Not thread-safe: the engine serializes access.
+ */
+#ifndef LAZYRESTORE_RANGES_H
+#define LAZYRESTORE_RANGES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "images/image.h"
+
+struct lr_range {
+	uint64_t start, end; /* run-time addresses, page-aligned, start < end */
+	uint64_t img;	     /* dump-time address of start (follows REMAP events) */
+};
+
+struct lr_ranges {
+	struct lr_range *v; /* sorted by start, non-overlapping */
+	size_t nr, cap;
+	uint64_t pages; /* sum of all range lengths in pages */
+};
+
+void lr_ranges_init(struct lr_ranges *r);
+void lr_ranges_free(struct lr_ranges *r);
+
+/* Build from a task's images: every PE_LAZY page, cut at VMA edges. */
+int lr_ranges_build(struct lr_ranges *r, const struct img_mm *mm, char *err, size_t errlen);
+
+/* Insert [start,end) with dump-time address img; must not overlap. */
+int lr_ranges_add(struct lr_ranges *r, uint64_t start, uint64_t end, uint64_t img);
+
+/* Index of the range holding addr, or -1. */
+long lr_ranges_find(const struct lr_ranges *r, uint64_t addr);
+
+/* Forget [start,end) (REMOVE/UNMAP, or installed). */
+int lr_ranges_drop(struct lr_ranges *r, uint64_t start, uint64_t end);
+
+/* Pages in [from, from+len) moved to to (UFFD_EVENT_REMAP). */
+int lr_ranges_remap(struct lr_ranges *r, uint64_t from, uint64_t to, uint64_t len);
+
+/* dst = copy of src (UFFD_EVENT_FORK); dst must be empty. */
+int lr_ranges_copy(struct lr_ranges *dst, const struct lr_ranges *src);
+
+/* Append all of src into dst (merging lists); ranges must not overlap. */
+int lr_ranges_merge(struct lr_ranges *dst, const struct lr_ranges *src);
+
+/*
+ * A prefetch chunk of at most chunk bytes: from the chunk-aligned block holding
+ * hint (or the first range after it, wrapping around), clipped to one range.
+ * Returns 0 and fills *out, or -1 when r is empty.
+ */
+int lr_ranges_pick(const struct lr_ranges *r, uint64_t hint, uint64_t chunk, struct lr_range *out);
+
+#endif

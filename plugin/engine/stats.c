@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/* Stats: histogram arithmetic, JSON output and the log summary. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugin/engine/stats.h"
+#include "plugin/log/log.h"
+
+double lr_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static unsigned bucket_of(uint64_t ns)
+{
+	if (ns < LR_HIST_SUB)
+		return (unsigned)ns;
+	unsigned msb = 63 - __builtin_clzll(ns); /* >= 4 */
+	unsigned sub = (unsigned)(ns >> (msb - 4)) & (LR_HIST_SUB - 1);
+	return (msb - 3) * LR_HIST_SUB + sub;
+}
+
+/* Upper edge of a bucket, in ns. */
+static double bucket_top(unsigned b)
+{
+	if (b < LR_HIST_SUB)
+		return b + 1;
+	unsigned msb = b / LR_HIST_SUB + 3, sub = b % LR_HIST_SUB;
+	return (double)((uint64_t)(LR_HIST_SUB + sub + 1) << (msb - 4));
+}
+
+void lr_stats_latency(struct lr_stats *s, uint64_t ns)
+{
+	s->hist[bucket_of(ns)]++;
+	if (ns > s->lat_max_ns)
+		s->lat_max_ns = ns;
+}
+
+double lr_stats_percentile(const struct lr_stats *s, double p)
+{
+	uint64_t n = 0, seen = 0;
+
+	for (unsigned b = 0; b < LR_HIST_BUCKETS; b++)
+		n += s->hist[b];
+	if (!n)
+		return 0;
+	uint64_t want = (uint64_t)(p / 100.0 * n + 0.5);
+	if (want < 1)
+		want = 1;
+	for (unsigned b = 0; b < LR_HIST_BUCKETS; b++) {
+		seen += s->hist[b];
+		if (seen >= want) {
+			double top = bucket_top(b);
+			return (top > s->lat_max_ns ? s->lat_max_ns : top) / 1000.0;
+		}
+	}
+	return s->lat_max_ns / 1000.0;
+}
+
+static double since(const struct lr_stats *s, double t)
+{
+	return t > 0 ? t - s->t_start : -1;
+}
+
+int lr_stats_write_json(const struct lr_stats *s, const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		pr_perror("can't write stats file %s", path);
+		return -1;
+	}
+	fprintf(f,
+		"{\n  \"total_pages\": %llu,\n  \"faults\": %llu,\n  \"fault_pages\": %llu,\n"
+		"  \"fault_around_pages\": %llu,\n  \"prefetch_pages\": %llu,\n"
+		"  \"zero_pages\": %llu,\n  \"eexist\": %llu,\n  \"bytes\": %llu,\n"
+		"  \"forks\": %llu,\n  \"remaps\": %llu,\n  \"removes\": %llu,\n"
+		"  \"unmaps\": %llu,\n  \"tasks_gone\": %llu,\n",
+		(unsigned long long)s->total_pages, (unsigned long long)s->faults, (unsigned long long)s->fault_pages,
+		(unsigned long long)s->fault_around_pages, (unsigned long long)s->prefetch_pages,
+		(unsigned long long)s->zero_pages, (unsigned long long)s->eexist, (unsigned long long)s->bytes,
+		(unsigned long long)s->forks, (unsigned long long)s->remaps, (unsigned long long)s->removes,
+		(unsigned long long)s->unmaps, (unsigned long long)s->tasks_gone);
+	fprintf(f,
+		"  \"time_to_first_fault_s\": %.6f,\n  \"time_to_restore_finished_s\": %.6f,\n"
+		"  \"time_to_all_resident_s\": %.6f,\n"
+		"  \"all_resident_after_finished_s\": %.6f,\n"
+		"  \"fault_latency_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"max\": %.1f}\n}\n",
+		since(s, s->t_first_fault), since(s, s->t_finished), since(s, s->t_all_resident),
+		s->t_all_resident > 0 && s->t_finished > 0 ? s->t_all_resident - s->t_finished : -1,
+		lr_stats_percentile(s, 50), lr_stats_percentile(s, 90), lr_stats_percentile(s, 99),
+		s->lat_max_ns / 1000.0);
+	if (fclose(f)) {
+		pr_perror("can't write stats file %s", path);
+		return -1;
+	}
+	return 0;
+}
+
+void lr_stats_log_summary(const struct lr_stats *s)
+{
+	pr_info("stats: %llu lazy pages; %llu faults (%llu pages + %llu fault-around), %llu "
+		"prefetched, %llu zero, %llu already present; %llu MiB copied",
+		(unsigned long long)s->total_pages, (unsigned long long)s->faults, (unsigned long long)s->fault_pages,
+		(unsigned long long)s->fault_around_pages, (unsigned long long)s->prefetch_pages,
+		(unsigned long long)s->zero_pages, (unsigned long long)s->eexist, (unsigned long long)(s->bytes >> 20));
+	pr_info("stats: first fault after %.3f s, all resident after %.3f s (%.3f s after restore "
+		"finished); fault latency p50 %.1f p90 %.1f p99 %.1f max %.1f us",
+		since(s, s->t_first_fault), since(s, s->t_all_resident),
+		s->t_all_resident > 0 && s->t_finished > 0 ? s->t_all_resident - s->t_finished : -1,
+		lr_stats_percentile(s, 50), lr_stats_percentile(s, 90), lr_stats_percentile(s, 99),
+		s->lat_max_ns / 1000.0);
+}

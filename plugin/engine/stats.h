@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* Page server counters and a log-scale fault latency histogram. */
+#ifndef LAZYRESTORE_STATS_H
+#define LAZYRESTORE_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* 4 bits of sub-bucket precision per power of two: <= 6% error on percentiles. */
+#define LR_HIST_SUB	16
+#define LR_HIST_BUCKETS (64 * LR_HIST_SUB)
+
+struct lr_stats {
+	uint64_t faults;	     /* fault messages served */
+	uint64_t fault_pages;	     /* pages installed for the faulting address itself */
+	uint64_t fault_around_pages; /* extra pages installed with a fault */
+	uint64_t prefetch_pages;     /* pages installed by background prefetch */
+	uint64_t zero_pages;	     /* UFFDIO_ZEROPAGE installs */
+	uint64_t eexist;	     /* installs that found the page already there */
+	uint64_t bytes;		     /* bytes copied from the source */
+	uint64_t forks, remaps, removes, unmaps, tasks_gone;
+	uint64_t total_pages;				  /* lazy data pages at hand-off */
+	double t_start;					  /* monotonic seconds: restore connected */
+	double t_first_fault, t_finished, t_all_resident; /* 0 = not yet */
+	uint64_t hist[LR_HIST_BUCKETS];			  /* fault service latency, ns */
+	uint64_t lat_max_ns;
+};
+
+double lr_now(void);
+void lr_stats_latency(struct lr_stats *s, uint64_t ns);
+/* Latency (µs) at percentile p (0..100). */
+double lr_stats_percentile(const struct lr_stats *s, double p);
+int lr_stats_write_json(const struct lr_stats *s, const char *path);
+void lr_stats_log_summary(const struct lr_stats *s);
+
+#endif

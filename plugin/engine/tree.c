@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Restored tasks are identified by ancestry, not by trusting a pid number: an
+ * image pid may belong to an unrelated process here (another pid namespace),
+ * so only descendants of the criu restore that connected to us are touched.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/engine/tree.h"
+#include "plugin/log/log.h"
+
+struct proc_ent {
+	pid_t pid, ppid;
+	uint32_t nspid; /* innermost */
+};
+
+static int read_status(pid_t pid, struct proc_ent *p)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	p->pid = pid;
+	p->ppid = 0;
+	p->nspid = (uint32_t)pid;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "PPid:", 5))
+			p->ppid = atoi(line + 5);
+		else if (!strncmp(line, "NSpid:", 6)) {
+			char *last = strrchr(line, '\t');
+			p->nspid = (uint32_t)strtoul(last ? last + 1 : line + 6, NULL, 10);
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* Snapshot of /proc; *out freed by the caller. */
+static size_t scan_procs(struct proc_ent **out)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	size_t nr = 0, cap = 0;
+	struct proc_ent *v = NULL;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		if (nr == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct proc_ent *nv = realloc(v, ncap * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+			cap = ncap;
+		}
+		if (!read_status(atoi(de->d_name), &v[nr]))
+			nr++;
+	}
+	closedir(d);
+	*out = v;
+	return nr;
+}
+
+static int is_descendant(const struct proc_ent *v, size_t nr, pid_t pid, pid_t ancestor)
+{
+	for (int depth = 0; depth < 64 && pid > 1; depth++) {
+		pid_t parent = 0;
+		for (size_t i = 0; i < nr; i++)
+			if (v[i].pid == pid)
+				parent = v[i].ppid;
+		if (parent == ancestor)
+			return 1;
+		pid = parent;
+	}
+	return 0;
+}
+
+pid_t lr_tree_find(pid_t ancestor, uint32_t vpid)
+{
+	struct proc_ent *v = NULL;
+	size_t nr = scan_procs(&v);
+	pid_t found = 0;
+
+	for (size_t i = 0; i < nr && !found; i++)
+		if (v[i].nspid == vpid && is_descendant(v, nr, v[i].pid, ancestor))
+			found = v[i].pid;
+	free(v);
+	return found;
+}
+
+void lr_tree_kill(const pid_t *pids, size_t nr)
+{
+	struct proc_ent *v = NULL;
+	size_t n = scan_procs(&v);
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < nr; k++)
+			if (pids[k] > 1 && (v[i].pid == pids[k] || is_descendant(v, n, v[i].pid, pids[k]))) {
+				if (kill(v[i].pid, SIGKILL) && lr_log_level() >= LR_LOG_DEBUG)
+					pr_debug("kill %d: %m", v[i].pid);
+				break;
+			}
+	free(v);
+}
