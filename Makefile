@@ -70,7 +70,9 @@ include $(sort $(wildcard */module.mk */*/module.mk))
 
 all: $(CRIU_SRC)/.built $(ALL_TARGETS)
 
+# Lint first: a tree that does not pass `make lint` does not pass its tests.
 test: all $(TEST_BINS)
+	@$(MAKE) --no-print-directory lint
 	@bash test/run.sh $(TEST_BINS)
 
 demo: all
