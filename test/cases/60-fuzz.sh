@@ -1,0 +1,28 @@
+#!/bin/bash
+# timeout: 200
+# Fuzz targets: every committed seed and regression input replays cleanly,
+# then each target fuzzes for FUZZ_TEST_SECONDS (default 20) with no finding.
+. "$(dirname "$0")/../lib/common.sh"
+. "$TOP/test/fuzz/lib.sh"
+secs=${FUZZ_TEST_SECONDS:-20}
+targets=$(fuzz_targets)
+[ -n "$targets" ] || { fail fuzz-build "no fuzz targets in $FUZZ_BIN"; finish; }
+for src in "$TOP"/test/fuzz/fuzz_*.c; do
+	t=$(basename "$src" .c)
+	[ -x "$FUZZ_BIN/$t" ] || fail "fuzz-build-$t" "$FUZZ_BIN/$t was not built"
+done
+for t in $targets; do
+	w=$(scratch "fuzz-$t")
+	n=$(fuzz_inputs "$t" | wc -l)
+	if fuzz_replay "$t" "$w/replay.log"; then
+		pass "fuzz-replay-$t ($n inputs)"
+	else
+		fail "fuzz-replay-$t" "$(grep -m1 -E 'invariant violated|ERROR|deadly|no inputs' "$w/replay.log") (log: $w/replay.log)"
+	fi
+	if fuzz_run "$t" "$secs" "$w"; then
+		pass "fuzz-$t-${secs}s ($(fuzz_summary "$w"))"
+	else
+		fail "fuzz-$t-${secs}s" "$(fuzz_finding "$w" | tr '\n' ' ') (log: $w/fuzz.log)"
+	fi
+done
+finish

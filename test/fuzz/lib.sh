@@ -1,0 +1,52 @@
+#!/bin/bash
+# Helpers to run the libFuzzer targets of build/fuzz/; sourced by
+# test/fuzz/run-fuzz.sh (make fuzz) and test/cases/60-fuzz.sh (make test).
+FUZZ_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+FUZZ_BIN=$FUZZ_TOP/build/fuzz
+FUZZ_SRC=$FUZZ_TOP/test/fuzz
+
+# fuzz_targets: the name of every built target
+fuzz_targets() {
+	local b
+	for b in "$FUZZ_BIN"/fuzz_*; do [ -x "$b" ] && basename "$b"; done
+}
+
+# fuzz_inputs TARGET: its committed seeds and regression inputs, one per line
+fuzz_inputs() {
+	find "$FUZZ_SRC/corpus/$1" "$FUZZ_SRC/regressions/$1" -type f 2>/dev/null | sort
+}
+
+# fuzz_replay TARGET LOG: run every committed input once; non-zero if one fails
+fuzz_replay() {
+	local t=$1 log=$2 inputs
+	mapfile -t inputs < <(fuzz_inputs "$t")
+	[ ${#inputs[@]} -gt 0 ] || { echo "no inputs for $t" >"$log"; return 1; }
+	"$FUZZ_BIN/$t" -timeout=10 "${inputs[@]}" >"$log" 2>&1
+}
+
+# fuzz_run TARGET SECONDS WORKDIR: fuzz from the committed inputs plus WORKDIR/corpus
+# (new inputs go there, never into the tree), crashes into WORKDIR/artifacts/,
+# output in WORKDIR/fuzz.log.  Non-zero if the fuzzer found anything.
+fuzz_run() {
+	local t=$1 secs=$2 w=$3 dirs=()
+	mkdir -p "$w/corpus" "$w/artifacts" || return 1
+	[ -d "$FUZZ_SRC/corpus/$t" ] && dirs+=("$FUZZ_SRC/corpus/$t")
+	[ -d "$FUZZ_SRC/regressions/$t" ] && dirs+=("$FUZZ_SRC/regressions/$t")
+	(cd "$w" && "$FUZZ_BIN/$t" -max_total_time="$secs" -timeout=10 -print_final_stats=1 \
+		-artifact_prefix="$w/artifacts/" corpus "${dirs[@]}") >"$w/fuzz.log" 2>&1
+}
+
+# fuzz_summary WORKDIR: "N execs, E exec/s, cov: C ft: F, corpus N" from a fuzz_run log
+fuzz_summary() {
+	local log=$1/fuzz.log last execs rate
+	last=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -n1)
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+	echo "${execs:-?} execs, ${rate:-?} exec/s, $(echo "$last" | grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9]+[a-zA-Z]*')"
+}
+
+# fuzz_finding WORKDIR: the fuzzer's own line about what it found, and the input's path
+fuzz_finding() {
+	grep -E '^(==[0-9]+==ERROR|SUMMARY|.*invariant violated|.*Test unit written to|.*deadly signal|.*-timeout)' \
+		"$1/fuzz.log" | head -n5
+}

@@ -1,0 +1,48 @@
+#!/bin/bash
+# make-corpus.sh: dump small programs with the pinned criu and pack each dump
+# into a seed input of test/fuzz/corpus/fuzz_images/ (framing: frame.h).
+# Pages files go in by size only, so the seeds stay a few KiB each.
+# Run after `make`; commit the result.
+. "$(dirname "$0")/../lib/common.sh"
+set -u
+PACK=$BUILD/fuzz/fuzz-pack
+OUT=$TOP/test/fuzz/corpus/fuzz_images
+work=$(scratch fuzz-corpus) || exit 1
+trap 'kill_memhogs "$work/$name"' EXIT
+if [ ! -x "$PACK" ] || [ ! -x "$CRIU" ]; then echo "run make first" >&2; exit 1; fi
+mkdir -p "$OUT"
+
+# dump NAME MEMHOG-ARGS...: one memhog dump packed as OUT/NAME
+dump() {
+	name=$1
+	shift
+	local d=$work/$name pid
+	mkdir -p "$d/img"
+	pid=$(start_memhog "$d" "$@") || return 1
+	criu_dump "$pid" "$d/img" || { echo "criu dump failed, see $d/img/dump.log" >&2; return 1; }
+	"$PACK" "$d/img" >"$OUT/$name"
+}
+
+# parent NAME FROM: FROM's dump with every other pagemap entry turned into
+# PE_PARENT (pre-dump, which makes those for real, needs soft-dirty tracking).
+parent() {
+	local d=$work/$1 f
+	cp -a "$work/$2" "$d" || return 1
+	for f in "$d"/img/pagemap-*.img; do
+		"$BUILD/criu/crit" decode -i "$f" -o "$d/pm.json" &&
+			/usr/bin/python3 - "$d/pm.json" <<'PY' &&
+import json, sys
+img = json.load(open(sys.argv[1]))
+for e in img["entries"][1::2]:
+    e["flags"] = 1  # PE_PARENT
+json.dump(img, open(sys.argv[1], "w"))
+PY
+			"$BUILD/criu/crit" encode -i "$d/pm.json" -o "$f" || return 1
+	done
+	"$PACK" "$d/img" >"$OUT/$1"
+}
+
+dump memhog-1m -m 1 &&
+	dump memhog-fork-thread -m 1 -f -t 1 &&
+	parent memhog-parent memhog-1m || exit 1
+du -b "$OUT"/*
