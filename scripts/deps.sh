@@ -9,7 +9,7 @@ PKGS=(
 	libnl-route-3-dev libnet1-dev libcap-dev libbsd-dev libaio-dev
 	libgnutls28-dev libnftables-dev uuid-dev xz-utils
 	# our tests, zdtm and services
-	libcmocka-dev python3-yaml iproute2 iptables redis-server redis-tools
+	libcmocka-dev python3-yaml iproute2 iptables nftables redis-server redis-tools
 	# hardening: fuzzing and lint
 	clang libclang-rt-14-dev cppcheck shellcheck clang-format
 )
