@@ -21,18 +21,42 @@ static int setup_errno;
 static pthread_mutex_t sigbus_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int sigbus_fd = -1;
 
+static void open_pagemap(void)
+{
+	uf_pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	setup_errno = uf_pagemap_fd < 0 ? errno : 0;
+}
+
+/*
+ * A child must not use its parent's uffd (it registers ranges of the
+ * parent's mm) nor its pagemap (it describes the parent's pages).  Armed
+ * ranges are not in the child (MADV_DONTFORK), so it starts afresh.
+ */
+static void reset_after_fork(void)
+{
+	int fd = atomic_exchange(&sigbus_fd, -1);
+
+	if (fd >= 0)
+		close(fd);
+	if (uf_pagemap_fd >= 0)
+		close(uf_pagemap_fd);
+	open_pagemap();
+}
+
 static void setup(void)
 {
 	long ps = sysconf(_SC_PAGESIZE);
+	int err;
 
 	if (ps <= 0) {
 		setup_errno = EINVAL;
 		return;
 	}
 	uf_page_size = (size_t)ps;
-	uf_pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (uf_pagemap_fd < 0)
-		setup_errno = errno;
+	open_pagemap();
+	err = pthread_atfork(NULL, NULL, reset_after_fork);
+	if (err && !setup_errno)
+		setup_errno = err;
 }
 
 int uf_setup(void)

@@ -215,6 +215,40 @@ static void test_fork_child_cannot_read_zeros(void **state)
 	munmap(p, 4 * PS);
 }
 
+/* A child arms memory of its own with its own uffd, not its parent's. */
+static void test_child_arms_its_own(void **state)
+{
+	char *p = map_anon(4 * PS, PS);
+	int status;
+	pid_t pid;
+
+	assert_int_equal(uf_madvise_userfault(p, 4 * PS), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *q = mmap(NULL, 4 * PS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (q == MAP_FAILED || uf_madvise_userfault(q, 4 * PS) < 0)
+			_exit(3);
+		install_handler(SIGBUS, record_and_jump);
+		got_sigbus = 0;
+		if (!sigsetjmp(jump, 1))
+			(void)((volatile char *)q)[2 * PS + 5];
+		_exit(got_sigbus == 1 && got_addr == q + 2 * PS + 5 ? 0 : 4);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* and the parent's range is still armed */
+	install_handler(SIGBUS, record_and_jump);
+	got_sigbus = 0;
+	if (!sigsetjmp(jump, 1))
+		(void)((volatile char *)p)[PS];
+	assert_int_equal(got_sigbus, 1);
+	reset_handler(SIGBUS);
+	munmap(p, 4 * PS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +263,7 @@ int main(void)
 	    cmocka_unit_test(test_sigbus_fill),
 	    cmocka_unit_test(test_nouserfault),
 	    cmocka_unit_test(test_fork_child_cannot_read_zeros),
+	    cmocka_unit_test(test_child_arms_its_own),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
