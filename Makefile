@@ -39,29 +39,13 @@ $(BUILD)/.deps-ok: scripts/deps.sh
 $(CRIU_TAR): scripts/fetch-criu.sh | $(BUILD)/.deps-ok
 	@bash scripts/fetch-criu.sh $(DL)
 
-PATCH_FILES := $(addprefix $(PATCHES)/,$(shell sed -e 's/\#.*//' $(PATCHES)/series 2>/dev/null))
+# The script decides (by content hash of the tarball and the patches) whether
+# the tree must be unpacked and rebuilt; .built changes only when it was.
+$(CRIU_SRC)/.built: $(CRIU_TAR) FORCE
+	@bash scripts/build-criu.sh $(CRIU_TAR) $(PATCHES) $(CRIU_SRC) $(CRIU_BIN) $(JOBS)
 
-# Unpack and patch afresh whenever the tarball or the series changes.
-$(CRIU_SRC)/.patched: $(CRIU_TAR) $(PATCHES)/series $(PATCH_FILES)
-	@echo "  CRIU     unpack $(CRIU_VER) and apply criu-patches/series ($(words $(PATCH_FILES)) patches)"
-	@rm -rf $(CRIU_SRC) && mkdir -p $(CRIU_SRC)
-	@tar -C $(CRIU_SRC) --strip-components=1 -xf $(CRIU_TAR)
-	@set -e; for p in $(PATCH_FILES); do \
-		echo "  PATCH    $$(basename $$p)"; \
-		patch -d $(CRIU_SRC) -p1 -s --no-backup-if-mismatch < $$p; \
-	done
-	@touch $@
-
-$(CRIU_SRC)/.built: $(CRIU_SRC)/.patched
-	@echo "  CRIU     build criu, lib, crit, zdtm (log: $(BUILD)/criu-build.log)"
-	@( $(MAKE) -C $(CRIU_SRC) -j$(JOBS) criu lib crit && \
-	   $(MAKE) -C $(CRIU_SRC)/test/zdtm -j$(JOBS) ) > $(BUILD)/criu-build.log 2>&1 || \
-	   { tail -20 $(BUILD)/criu-build.log; echo "CRIU build failed, see $(BUILD)/criu-build.log"; exit 1; }
-	@mkdir -p $(CRIU_BIN)
-	@ln -sfn $(CRIU_SRC)/criu/criu $(CRIU_BIN)/criu
-	@printf '#!/bin/sh\nPYTHONPATH=%s/lib:%s/crit exec /usr/bin/python3 -m crit "$$@"\n' \
-		$(CRIU_SRC) $(CRIU_SRC) > $(CRIU_BIN)/crit && chmod +x $(CRIU_BIN)/crit
-	@touch $@
+.PHONY: FORCE
+FORCE:
 
 criu: $(CRIU_SRC)/.built
 

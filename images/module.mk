@@ -16,7 +16,7 @@ IMG_LIB_SAN   := $(BUILD)/obj/images-san/libimages.a
 IMG_SAN_OBJS  := $(patsubst %.c,$(BUILD)/obj/images-san/%.o,$(IMG_SRCS)) \
                  $(patsubst $(IMG_GEN)/%.c,$(BUILD)/obj/images-san/pb/%.o,$(IMG_PB_SRCS))
 
-$(IMG_GEN_STAMP): $(CRIU_SRC)/.patched
+$(IMG_GEN_STAMP): $(CRIU_SRC)/.built
 	@echo "  PROTOC   images/*.proto -> $(IMG_GEN)"
 	@rm -rf $(IMG_GEN) && mkdir -p $(IMG_GEN)
 	@protoc-c --proto_path=/usr/include --c_out=$(IMG_GEN) /usr/include/google/protobuf/descriptor.proto
