@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2034 # sets variables for the scripts that source it
 # Helpers shared by test/cases/*.sh.  Source it: . "$(dirname "$0")/../lib/common.sh"
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$TOP/build

@@ -3,6 +3,7 @@
 # after common.sh.  The test starts its own redis-server (own session, stdio
 # on /dev/null, port on 127.0.0.1 chosen free), fills it with distinct
 # values, and compares what the server answers with what was put in.
+# shellcheck disable=SC2034 # sets variables (DUMPED_PID...) for the scripts that source it
 REDIS_KEYS=${REDIS_KEYS:-100000}
 REDIS_PIDS=()
 
