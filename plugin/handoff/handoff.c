@@ -195,7 +195,7 @@ static int one_record(struct rx *r, const struct lr_handoff_ops *ops, void *arg)
 	if (!real)
 		pr_warn("task %u: not found below the restore (pid %d); it can't be killed on error", v, r->peer);
 	if (ops->task(arg, (uint32_t)v, real, uffd)) {
-		snprintf(r->why, sizeof(r->why), "task %u: can't serve its uffd", v);
+		snprintf(r->why, sizeof(r->why), "task %u: can't serve its uffd", (uint32_t)v);
 		return -1;
 	}
 	return 0;
