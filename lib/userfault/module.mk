@@ -51,8 +51,11 @@ $(UF_BENCH): bench/userfault/bench-userfault.c $(UF_LIB)
 	@$(CC) $(CFLAGS_COMMON) -o $@ $< $(UF_LIB) $(UF_LIBS) -lm
 
 .PHONY: bench-userfault userfault
-bench-userfault: $(UF_BENCH)
+# Per-page cost table, then the 1 GiB demo table (UF_DEMO_MIB to shrink it).
+bench-userfault: $(UF_BENCH) $(UF_EXAMPLES)
 	@$(UF_BENCH) $(UF_BENCH_ARGS)
+	@echo
+	@bash bench/userfault/demand-file.sh $(BUILD)/bin/uf-demand-file $(or $(UF_DEMO_MIB),1024) 3
 
 # Just this component, without the CRIU build.
 userfault: $(UF_LIB) $(UF_SO) $(UF_TESTS) $(UF_EXAMPLES) $(UF_BENCH)
