@@ -49,19 +49,26 @@ out:
 	return ret;
 }
 
-static int add_task(struct img_task **tasks, size_t *nr, size_t *cap, const PstreeEntry *pe)
+/* Append the task, and in offs[] the file offset of its record (for check_tree's errors). */
+static int add_task(struct img_task **tasks, size_t **offs, size_t *nr, size_t *cap, const PstreeEntry *pe, size_t off)
 {
 	struct img_task *t;
 
 	if (*nr == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 16;
 		struct img_task *n = realloc(*tasks, ncap * sizeof(**tasks));
+		size_t *o;
 
 		if (!n)
 			return -1;
 		*tasks = n;
+		o = realloc(*offs, ncap * sizeof(**offs));
+		if (!o)
+			return -1;
+		*offs = o;
 		*cap = ncap;
 	}
+	(*offs)[*nr] = off;
 	t = &(*tasks)[*nr];
 	memset(t, 0, sizeof(*t));
 	t->pid = pe->pid;
@@ -79,8 +86,8 @@ static int add_task(struct img_task **tasks, size_t *nr, size_t *cap, const Pstr
 	return 0;
 }
 
-static int check_task(const struct img_file *f, size_t off, const struct img_task *tasks, size_t nr,
-		      const PstreeEntry *pe, struct img_err *err)
+/* Checks of one record on its own; the checks across records are in check_tree(). */
+static int check_task(const struct img_file *f, size_t off, size_t nr, const PstreeEntry *pe, struct img_err *err)
 {
 	if (pe->pid == 0 || pe->pid > INT32_MAX)
 		return img_fail(err, f->name, off, "invalid pid %u", pe->pid);
@@ -88,25 +95,76 @@ static int check_task(const struct img_file *f, size_t off, const struct img_tas
 		return img_fail(err, f->name, off, "root task %u has parent %u, want 0", pe->pid, pe->ppid);
 	if (pe->n_threads > IMG_MAX_THREADS)
 		return img_fail(err, f->name, off, "task %u claims %zu threads", pe->pid, pe->n_threads);
-	for (size_t i = 0; i < nr; i++)
-		if (tasks[i].pid == pe->pid)
-			return img_fail(err, f->name, off, "duplicate pid %u", pe->pid);
-	if (nr > 0) {
-		size_t i;
-
-		for (i = 0; i < nr && tasks[i].pid != pe->ppid; i++)
-			;
-		if (i == nr)
-			return img_fail(err, f->name, off, "task %u: parent %u is not listed before it", pe->pid,
-					pe->ppid);
-	}
 	return 0;
+}
+
+struct pid_ix {
+	uint32_t pid, ix;
+};
+
+static int cmp_pid_ix(const void *a, const void *b)
+{
+	const struct pid_ix *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->ix < y->ix ? -1 : x->ix > y->ix;
+}
+
+/* Index in file order of the first task with this pid, or nr: a binary search of the sorted pairs. */
+static size_t first_with_pid(const struct pid_ix *by_pid, size_t nr, uint32_t pid)
+{
+	size_t lo = 0, hi = nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (by_pid[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < nr && by_pid[lo].pid == pid ? by_pid[lo].ix : nr;
+}
+
+/*
+ * No pid twice, every parent listed before its child.  Sorted, so that a
+ * hostile pstree of a million tasks costs n log n, not n^2; the record
+ * reported is the first one in file order that breaks a rule.
+ */
+static int check_tree(const struct img_file *f, const struct img_task *t, const size_t *offs, size_t nr,
+		      struct img_err *err)
+{
+	struct pid_ix *by_pid;
+	size_t bad = nr, dup;
+
+	by_pid = malloc(nr * sizeof(*by_pid));
+	if (!by_pid)
+		return img_fail(err, f->name, 0, "out of memory for %zu tasks", nr);
+	for (size_t i = 0; i < nr; i++)
+		by_pid[i] = (struct pid_ix){t[i].pid, (uint32_t)i};
+	qsort(by_pid, nr, sizeof(*by_pid), cmp_pid_ix);
+	for (size_t i = 1; i < nr; i++)
+		if (by_pid[i].pid == by_pid[i - 1].pid && by_pid[i].ix < bad)
+			bad = by_pid[i].ix;
+	dup = bad;
+	for (size_t i = 1; i < dup; i++)
+		if (first_with_pid(by_pid, nr, t[i].ppid) >= i) {
+			bad = i;
+			break;
+		}
+	free(by_pid);
+	if (bad == nr)
+		return 0;
+	if (bad == dup)
+		return img_fail(err, f->name, offs[bad], "duplicate pid %u", t[bad].pid);
+	return img_fail(err, f->name, offs[bad], "task %u: parent %u is not listed before it", t[bad].pid, t[bad].ppid);
 }
 
 int img_read_pstree(struct img_dir *d, struct img_task **tasks_out, size_t *nr_out, struct img_err *err)
 {
 	struct img_task *tasks = NULL;
-	size_t nr = 0, cap = 0, len, off;
+	size_t nr = 0, cap = 0, len, off, *offs = NULL;
 	const uint8_t *rec;
 	struct img_file f;
 	int r;
@@ -124,8 +182,8 @@ int img_read_pstree(struct img_dir *d, struct img_task **tasks_out, size_t *nr_o
 			img_fail(err, f.name, off, "more than %u tasks", IMG_MAX_TASKS);
 			r = -1;
 		} else {
-			r = check_task(&f, off, tasks, nr, pe, err);
-			if (!r && add_task(&tasks, &nr, &cap, pe))
+			r = check_task(&f, off, nr, pe, err);
+			if (!r && add_task(&tasks, &offs, &nr, &cap, pe, off))
 				r = img_fail(err, f.name, off, "out of memory");
 		}
 		pstree_entry__free_unpacked(pe, NULL);
@@ -138,6 +196,9 @@ int img_read_pstree(struct img_dir *d, struct img_task **tasks_out, size_t *nr_o
 		img_fail(err, f.name, f.pos, "no tasks");
 		goto fail;
 	}
+	if (check_tree(&f, tasks, offs, nr, err))
+		goto fail;
+	free(offs);
 	img_file_close(&f);
 	for (size_t i = 0; i < nr; i++)
 		if (read_task_state(d, &tasks[i], err)) {
@@ -148,6 +209,7 @@ int img_read_pstree(struct img_dir *d, struct img_task **tasks_out, size_t *nr_o
 	*nr_out = nr;
 	return 0;
 fail:
+	free(offs);
 	img_file_close(&f);
 	img_tasks_free(tasks, nr);
 	return -1;
