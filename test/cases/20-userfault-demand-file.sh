@@ -59,7 +59,7 @@ else
 fi
 
 # Bad options: refused with a message naming the option, exit 2.
-for bad in "-s 0" "-c 3" "-c 12" "-s x"; do
+for bad in "-s 0" "-c 3" "-c 12" "-s x" "-x -1" "-x 9z"; do
 	# shellcheck disable=SC2086 # word splitting of the option is wanted
 	out=$("$BIN" -d "$work" $bad 2>&1)
 	st=$?

@@ -124,6 +124,19 @@ static int parse_size(const char *arg, const char *name, size_t unit, size_t *ou
 	return 0;
 }
 
+static int parse_offset(const char *arg, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(arg, &end, 10);
+	if (errno || end == arg || *end || *out < 0) {
+		fprintf(stderr, "uf-demand-file: bad offset (-x) '%s': want a byte offset >= 0\n", arg);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -151,7 +164,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->dir = optarg;
 			break;
 		case 'x':
-			o->corrupt = atoll(optarg);
+			if (parse_offset(optarg, &o->corrupt))
+				return -1;
 			break;
 		default:
 			fprintf(stderr, "usage: uf-demand-file [-s MiB] [-c KiB] [-r] [-H] [-d DIR] [-x OFFSET]\n");
