@@ -94,7 +94,7 @@ int uf_open(const char *fn, __u64 features)
 	int fd = open_raw();
 
 	if (fd < 0)
-		return uf_fail(errno, fn, "cannot open a userfaultfd (/dev/userfaultfd nor syscall)", NULL);
+		return uf_fail(errno, fn, "cannot open a userfaultfd (neither /dev/userfaultfd nor the syscall)", NULL);
 	if (ioctl(fd, UFFDIO_API, &api) < 0) {
 		int err = errno;
 
