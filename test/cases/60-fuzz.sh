@@ -1,7 +1,8 @@
 #!/bin/bash
 # timeout: 200
-# Fuzz targets: every committed seed and regression input replays cleanly,
-# then each target fuzzes for FUZZ_TEST_SECONDS (default 20) with no finding.
+# Fuzz targets: every committed seed and regression input, and the generated
+# ones (test/fuzz/gen-regressions.sh), replays cleanly; then each target
+# fuzzes for FUZZ_TEST_SECONDS (default 20) with no finding.
 . "$(dirname "$0")/../lib/common.sh"
 . "$TOP/test/fuzz/lib.sh"
 secs=${FUZZ_TEST_SECONDS:-20}
@@ -11,10 +12,16 @@ for src in "$TOP"/test/fuzz/fuzz_*.c; do
 	t=$(basename "$src" .c)
 	[ -x "$FUZZ_BIN/$t" ] || fail "fuzz-build-$t" "$FUZZ_BIN/$t was not built"
 done
+gen=$(scratch fuzz-generated)
+if "$TOP/test/fuzz/gen-regressions.sh" "$gen" >"$gen.log" 2>&1; then
+	pass fuzz-generate-regressions
+else
+	fail fuzz-generate-regressions "$(tail -n1 "$gen.log") (log: $gen.log)"
+fi
 for t in $targets; do
 	w=$(scratch "fuzz-$t")
-	n=$(fuzz_inputs "$t" | wc -l)
-	if fuzz_replay "$t" "$w/replay.log"; then
+	n=$(fuzz_inputs "$t" "$gen" | wc -l)
+	if fuzz_replay "$t" "$w/replay.log" "$gen"; then
 		pass "fuzz-replay-$t ($n inputs)"
 	else
 		fail "fuzz-replay-$t" "$(grep -m1 -E 'invariant violated|ERROR|deadly|no inputs' "$w/replay.log") (log: $w/replay.log)"

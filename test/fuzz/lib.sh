@@ -11,15 +11,20 @@ fuzz_targets() {
 	for b in "$FUZZ_BIN"/fuzz_*; do [ -x "$b" ] && basename "$b"; done
 }
 
-# fuzz_inputs TARGET: its committed seeds and regression inputs, one per line
+# fuzz_inputs TARGET [DIR...]: its committed seeds and regression inputs, and
+# those in DIR/TARGET (generated ones), one per line
 fuzz_inputs() {
-	find "$FUZZ_SRC/corpus/$1" "$FUZZ_SRC/regressions/$1" -type f 2>/dev/null | sort
+	local t=$1 d dirs=("$FUZZ_SRC/corpus/$1" "$FUZZ_SRC/regressions/$1")
+	shift
+	for d in "$@"; do dirs+=("$d/$t"); done
+	find "${dirs[@]}" -type f 2>/dev/null | sort
 }
 
-# fuzz_replay TARGET LOG: run every committed input once; non-zero if one fails
+# fuzz_replay TARGET LOG [DIR...]: run every input of fuzz_inputs once; non-zero if one fails
 fuzz_replay() {
 	local t=$1 log=$2 inputs
-	mapfile -t inputs < <(fuzz_inputs "$t")
+	shift 2
+	mapfile -t inputs < <(fuzz_inputs "$t" "$@")
 	[ ${#inputs[@]} -gt 0 ] || { echo "no inputs for $t" >"$log"; return 1; }
 	"$FUZZ_BIN/$t" -timeout=10 "${inputs[@]}" >"$log" 2>&1
 }

@@ -78,8 +78,8 @@ static int pack_file(int dfd, const char *dir, const char *name, int kind, uint3
 		ret = emit(kind, id, size, sizeof(size));
 		goto out;
 	}
-	if (st.st_size > (1 << 20)) {
-		fprintf(stderr, "fuzz-pack: %s/%s: %lld bytes is too big for a seed\n", dir, name,
+	if (st.st_size > (16 << 20)) {
+		fprintf(stderr, "fuzz-pack: %s/%s: %lld bytes is too big to pack\n", dir, name,
 			(long long)st.st_size);
 		goto out;
 	}
