@@ -42,7 +42,26 @@ PY
 	"$PACK" "$d/img" >"$OUT/$1"
 }
 
+# v1 NAME FROM: FROM's dump as img_version 1 writes it: no common magic.
+v1() {
+	local d=$work/$1 f
+	cp -a "$work/$2" "$d" || return 1
+	"$BUILD/criu/crit" decode -i "$d/img/inventory.img" -o "$d/inv.json" &&
+		/usr/bin/python3 - "$d/inv.json" <<'PY' &&
+import json, sys
+img = json.load(open(sys.argv[1]))
+img["entries"][0]["img_version"] = 1
+json.dump(img, open(sys.argv[1], "w"))
+PY
+		"$BUILD/criu/crit" encode -i "$d/inv.json" -o "$d/img/inventory.img" || return 1
+	for f in "$d"/img/{pstree,core-*,mm-*,pagemap-*}.img; do
+		tail -c +5 "$f" >"$f.v1" && mv "$f.v1" "$f" || return 1
+	done
+	"$PACK" "$d/img" >"$OUT/$1"
+}
+
 dump memhog-1m -m 1 &&
 	dump memhog-fork-thread -m 1 -f -t 1 &&
-	parent memhog-parent memhog-1m || exit 1
+	parent memhog-parent memhog-1m &&
+	v1 memhog-v1 memhog-1m || exit 1
 du -b "$OUT"/*
