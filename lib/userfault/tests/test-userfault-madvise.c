@@ -4,19 +4,8 @@
 
 #include "lib/userfault/tests/uf-test.h"
 
-static sigjmp_buf jump;
 static volatile sig_atomic_t got_sigbus;
 static void *volatile got_addr;
-static volatile int got_code;
-
-/* Records the fault and jumps out: proves a SIGBUS came, and where. */
-static void record_and_jump(int sig, siginfo_t *si, void *uc)
-{
-	got_sigbus++;
-	got_addr = si->si_addr;
-	got_code = si->si_code;
-	siglongjmp(jump, 1);
-}
 
 /* Fills the page from a staging page and lets the access complete. */
 static char *staging;
@@ -135,19 +124,14 @@ static void test_sigbus_si_addr(void **state)
 	size_t i;
 
 	assert_int_equal(uf_madvise_userfault(p, n * PS), 0);
-	install_handler(SIGBUS, record_and_jump);
 	for (i = 0; i < n; i++) {
 		volatile char *target = p + i * PS + 8 * i + 3;
 
-		got_sigbus = 0;
-		if (!sigsetjmp(jump, 1))
-			(void)*target;
-		assert_int_equal(got_sigbus, 1);
-		assert_ptr_equal(got_addr, (void *)target);
-		assert_int_equal(got_code, BUS_ADRERR);
+		assert_int_equal(touch_sigbus(target), 1);
+		assert_ptr_equal(bus_addr, (void *)target);
+		assert_int_equal(bus_code, BUS_ADRERR);
 		assert_false(page_mapped(p + i * PS));
 	}
-	reset_handler(SIGBUS);
 	munmap(p, n * PS);
 }
 
@@ -194,25 +178,46 @@ static void test_nouserfault(void **state)
 	munmap(p, 4 * PS);
 }
 
+/* Fork; the child runs fn(p) and exits with what it returns.  The status. */
+static int in_child(char *p, int (*fn)(char *))
+{
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(fn(p));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+static int child_reads_parents_range(char *p)
+{
+	signal(SIGSEGV, SIG_DFL);
+	return ((volatile char *)p)[PS] == 0 ? 1 : 2;
+}
+
 /* A child must not read zeros where its parent's pages are missing: the
  * range is not in the child at all (MADV_DONTFORK), so a touch is SIGSEGV. */
 static void test_fork_child_cannot_read_zeros(void **state)
 {
 	char *p = map_anon(4 * PS, PS);
 	int status;
-	pid_t pid;
 
 	assert_int_equal(uf_madvise_userfault(p, 4 * PS), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		signal(SIGSEGV, SIG_DFL);
-		_exit(((volatile char *)p)[PS] == 0 ? 1 : 2);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	status = in_child(p, child_reads_parents_range);
 	assert_true(WIFSIGNALED(status));
 	assert_int_equal(WTERMSIG(status), SIGSEGV);
 	munmap(p, 4 * PS);
+}
+
+static int child_arms_own_range(char *unused)
+{
+	char *q = mmap(NULL, 4 * PS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (q == MAP_FAILED || uf_madvise_userfault(q, 4 * PS) < 0)
+		return 3;
+	return touch_sigbus(q + 2 * PS + 5) && bus_addr == q + 2 * PS + 5 ? 0 : 4;
 }
 
 /* A child arms memory of its own with its own uffd, not its parent's. */
@@ -220,32 +225,12 @@ static void test_child_arms_its_own(void **state)
 {
 	char *p = map_anon(4 * PS, PS);
 	int status;
-	pid_t pid;
 
 	assert_int_equal(uf_madvise_userfault(p, 4 * PS), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char *q = mmap(NULL, 4 * PS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (q == MAP_FAILED || uf_madvise_userfault(q, 4 * PS) < 0)
-			_exit(3);
-		install_handler(SIGBUS, record_and_jump);
-		got_sigbus = 0;
-		if (!sigsetjmp(jump, 1))
-			(void)((volatile char *)q)[2 * PS + 5];
-		_exit(got_sigbus == 1 && got_addr == q + 2 * PS + 5 ? 0 : 4);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	status = in_child(p, child_arms_own_range);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	/* and the parent's range is still armed */
-	install_handler(SIGBUS, record_and_jump);
-	got_sigbus = 0;
-	if (!sigsetjmp(jump, 1))
-		(void)((volatile char *)p)[PS];
-	assert_int_equal(got_sigbus, 1);
-	reset_handler(SIGBUS);
+	assert_int_equal(touch_sigbus(p + PS), 1); /* the parent's range is still armed */
 	munmap(p, 4 * PS);
 }
 

@@ -138,4 +138,32 @@ static inline void reset_handler(int sig)
 	assert_int_equal(sigaction(sig, &sa, NULL), 0);
 }
 
+/* touch_sigbus(addr): 1 if reading addr raised SIGBUS (bus_addr and bus_code
+ * then say where and why), 0 if the read completed.  The handler jumps out
+ * of the fault, so a page nobody fills does not fault forever. */
+static sigjmp_buf bus_jump;
+static void *volatile bus_addr;
+static volatile int bus_code;
+
+static inline void bus_record_and_jump(int sig, siginfo_t *si, void *uc)
+{
+	bus_addr = si->si_addr;
+	bus_code = si->si_code;
+	siglongjmp(bus_jump, 1);
+}
+
+static inline int touch_sigbus(const volatile char *addr)
+{
+	int hit;
+
+	install_handler(SIGBUS, bus_record_and_jump);
+	bus_addr = NULL;
+	bus_code = 0;
+	hit = sigsetjmp(bus_jump, 1);
+	if (!hit)
+		(void)*addr;
+	reset_handler(SIGBUS);
+	return hit;
+}
+
 #endif
