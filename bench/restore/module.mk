@@ -1,0 +1,15 @@
+# bench/restore/: lazy restore, ours against stock `criu lazy-pages`, same run.
+BENCH_TOUCH := $(BUILD)/bench/touch
+
+$(BENCH_TOUCH): bench/restore/touch.c test/progs/pattern.h
+	@mkdir -p $(dir $@)
+	@echo "  CC       $<"
+	@$(CC) $(CFLAGS_COMMON) -o $@ $<
+
+ALL_TARGETS += $(BENCH_TOUCH)
+
+.PHONY: bench-restore
+# SIZES (MiB) and REPS may be overridden: make bench-restore SIZES="256 1024" REPS=5
+bench-restore: all
+	@bash bench/restore/run.sh $(if $(SIZES),--sizes "$(SIZES)") $(if $(REPS),--reps $(REPS))
+bench: bench-restore
