@@ -26,10 +26,11 @@ $(UF_LIB): $(UF_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  AR       $@"
 	@rm -f $@ && ar rcs $@ $^
-$(UF_SO): $(UF_OBJS)
+$(UF_SO): $(UF_OBJS) $(UF_DIR)/libuserfault.map
 	@mkdir -p $(dir $@)
 	@echo "  LINK     $@"
-	@$(CC) -shared -o $@ $^ $(UF_LIBS)
+	@$(CC) -shared -Wl,--version-script=$(UF_DIR)/libuserfault.map \
+		-o $@ $(UF_OBJS) $(UF_LIBS)
 $(UF_LIB_SAN): $(UF_SAN_OBJS)
 	@rm -f $@ && ar rcs $@ $^
 
