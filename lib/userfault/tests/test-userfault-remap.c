@@ -187,18 +187,20 @@ static void test_thp_partial_move_splits(void **state)
 #define CONC_SEED  0xc0ffee
 
 static char *conc_base;
+static size_t conc_chunk; /* bytes moved per fault */
 static __thread char *conc_staging;
 static volatile unsigned long conc_faults, conc_raced;
 
 static void conc_handler(int sig, siginfo_t *si, void *uc)
 {
-	char *page = (char *)((uintptr_t)si->si_addr & ~(PS - 1));
+	char *addr = si->si_addr, *chunk;
 
-	if (page < conc_base || page >= conc_base + CONC_PAGES * PS)
+	if (addr < conc_base || addr >= conc_base + CONC_PAGES * PS)
 		abort(); /* not ours: a real bug */
+	chunk = conc_base + ((size_t)(addr - conc_base) & ~(conc_chunk - 1));
 	__atomic_fetch_add(&conc_faults, 1, __ATOMIC_RELAXED);
-	fill_pattern(conc_staging, PS, CONC_SEED, (size_t)(page - conc_base));
-	if (uf_remap_anon_pages(page, conc_staging, PS) == 0)
+	fill_pattern(conc_staging, conc_chunk, CONC_SEED, (size_t)(chunk - conc_base));
+	if (uf_remap_anon_pages(chunk, conc_staging, conc_chunk) == 0)
 		return;
 	if (errno != EEXIST) /* another thread filled it first: retry the access */
 		abort();
@@ -211,23 +213,24 @@ static void *conc_worker(void *arg)
 	size_t start = (size_t)(uintptr_t)arg * CONC_PAGES / NTHREADS, i;
 	size_t bad = 0;
 
-	conc_staging = map_anon(PS, PS);
+	conc_staging = map_anon(conc_chunk, PS);
 	for (i = 0; i < CONC_PAGES; i++) {
 		size_t pg = (start + i * 7) % CONC_PAGES; /* 7 is coprime to CONC_PAGES */
 
 		if (check_pattern(conc_base + pg * PS, PS, CONC_SEED, pg * PS) != PS)
 			bad++;
 	}
-	munmap(conc_staging, PS);
+	munmap(conc_staging, conc_chunk);
 	return (void *)(uintptr_t)bad;
 }
 
-static void test_four_threads_one_range(void **state)
+static void four_threads(size_t chunk)
 {
 	pthread_t tid[NTHREADS];
 	uintptr_t t;
 
 	conc_base = map_anon(CONC_PAGES * PS, PS);
+	conc_chunk = chunk;
 	conc_faults = conc_raced = 0;
 	assert_int_equal(uf_madvise_userfault(conc_base, CONC_PAGES * PS), 0);
 	install_handler(SIGBUS, conc_handler);
@@ -240,12 +243,23 @@ static void test_four_threads_one_range(void **state)
 		assert_int_equal((uintptr_t)bad, 0);
 	}
 	reset_handler(SIGBUS);
-	print_message("4 threads: %lu faults, %lu lost a race (EEXIST), %d pages\n", conc_faults, conc_raced,
-		      CONC_PAGES);
-	assert_true(conc_faults >= CONC_PAGES);
+	print_message("4 threads, %zu KiB moves: %lu faults, %lu lost a race (EEXIST), %d pages\n", chunk >> 10,
+		      conc_faults, conc_raced, CONC_PAGES);
+	assert_true(conc_faults >= CONC_PAGES * PS / chunk);
 	assert_int_equal(count_mapped(conc_base, CONC_PAGES * PS), CONC_PAGES);
 	assert_int_equal(check_pattern(conc_base, CONC_PAGES * PS, CONC_SEED, 0), CONC_PAGES * PS);
 	munmap(conc_base, CONC_PAGES * PS);
+}
+
+static void test_four_threads_one_range(void **state)
+{
+	four_threads(PS);
+}
+
+/* Multi-page moves racing: the pre-checked path, and the kernel's EEXIST. */
+static void test_four_threads_one_range_64k(void **state)
+{
+	four_threads(16 * PS);
 }
 
 int main(void)
@@ -260,6 +274,7 @@ int main(void)
 	    cmocka_unit_test(test_thp_move_no_split),
 	    cmocka_unit_test(test_thp_partial_move_splits),
 	    cmocka_unit_test(test_four_threads_one_range),
+	    cmocka_unit_test(test_four_threads_one_range_64k),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
