@@ -45,6 +45,7 @@ run demand-file-random-4k $((MIB * 1024 / 4)) -c 4 -r
 run demand-file-thp-2m $((MIB / 2)) -c 2048 -H
 # a chunk bigger than the page and random order: faults per chunk, any order
 run demand-file-random-64k $((MIB * 1024 / 64)) -c 64 -r
+run demand-file-thread-mode $((MIB * 1024 / 4)) -c 4 -T -r
 
 # A flipped byte in the file must be caught and named by its word offset.
 off=$(((MIB << 20) / 3 + 5))
@@ -59,7 +60,7 @@ else
 fi
 
 # Bad options: refused with a message naming the option, exit 2.
-for bad in "-s 0" "-c 3" "-c 12" "-s x" "-x -1" "-x 9z"; do
+for bad in "-s 0" "-c 3" "-c 12" "-s x" "-x -1" "-x 9z" "-T -c 64"; do
 	# shellcheck disable=SC2086 # word splitting of the option is wanted
 	out=$("$BIN" -d "$work" $bad 2>&1)
 	st=$?

@@ -9,12 +9,16 @@
  * reads every word of the region, which both triggers the faults and
  * verifies every byte against the pattern the file was written with.
  *
- *   uf-demand-file [-s MiB] [-c KiB] [-r] [-H] [-d DIR] [-x OFFSET]
+ * With -T the same region is served by uf_handler_thread() instead: a
+ * thread preads each faulting page in its fill callback (UFFDIO_COPY).
+ *
+ *   uf-demand-file [-s MiB] [-c KiB] [-r] [-H] [-T] [-d DIR] [-x OFFSET]
  *     -s  region size in MiB (default 1024)
  *     -c  chunk fetched per fault in KiB, a power of two >= the page size
  *         (default 64)
  *     -r  touch the pages in a pseudo-random order instead of sequentially
  *     -H  MADV_HUGEPAGE on region and staging (with -c 2048: whole THPs move)
+ *     -T  thread mode (one page per fault: -c must be the page size)
  *     -d  directory for the backing file (default $TMPDIR or /tmp)
  *     -x  flip one byte of the file at OFFSET after writing it, to show the
  *         verification catches a wrong byte (exits 1 naming it)
@@ -41,7 +45,7 @@
 
 struct opts {
 	size_t size, chunk;
-	bool random, huge;
+	bool random, huge, thread;
 	const char *dir;
 	long long corrupt;
 };
@@ -72,22 +76,38 @@ static void die_in_handler(const char *what, const char *why)
 	_exit(1);
 }
 
-static void fetch(char *chunk, size_t len)
+/* len bytes of the file at off, or -1 (errno; EIO for a short file) */
+static int read_full(char *buf, size_t len, off_t off)
 {
-	off_t off = chunk - g.base;
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t r = pread(g.fd, g.staging + got, len - got, off + (off_t)got);
+		ssize_t r = pread(g.fd, buf + got, len - got, off + (off_t)got);
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0)
-			die_in_handler("pread of the backing file failed", strerror(errno));
-		if (r == 0)
-			die_in_handler("backing file is shorter than the region", "unexpected end of file");
+		if (r <= 0) {
+			if (r == 0)
+				errno = EIO;
+			return -1;
+		}
 		got += (size_t)r;
 	}
+	return 0;
+}
+
+static void fetch(char *chunk, size_t len)
+{
+	if (read_full(g.staging, len, chunk - g.base) < 0)
+		die_in_handler("reading the backing file failed (short file or I/O error)", strerror(errno));
+}
+
+/* Thread mode: NULL makes the library poison the page (the toucher gets
+ * SIGBUS) and say why on stderr. */
+static const void *fill_page(void *page, void *buf, void *arg)
+{
+	g.faults++;
+	return read_full(buf, (size_t)sysconf(_SC_PAGESIZE), (char *)page - g.base) < 0 ? NULL : buf;
 }
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
@@ -144,7 +164,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){.size = 1024UL << 20, .chunk = 64UL << 10, .corrupt = -1};
 	o->dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	while ((c = getopt(argc, argv, "s:c:rHd:x:")) != -1) {
+	while ((c = getopt(argc, argv, "s:c:rHTd:x:")) != -1) {
 		switch (c) {
 		case 's':
 			if (parse_size(optarg, "size (-s MiB)", 1UL << 20, &o->size))
@@ -160,6 +180,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'H':
 			o->huge = true;
 			break;
+		case 'T':
+			o->thread = true;
+			break;
 		case 'd':
 			o->dir = optarg;
 			break;
@@ -168,12 +191,19 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return -1;
 			break;
 		default:
-			fprintf(stderr, "usage: uf-demand-file [-s MiB] [-c KiB] [-r] [-H] [-d DIR] [-x OFFSET]\n");
+			fprintf(stderr,
+				"usage: uf-demand-file [-s MiB] [-c KiB] [-r] [-H] [-T] [-d DIR] [-x OFFSET]\n");
 			return -1;
 		}
 	}
 	if (o->chunk < ps || (o->chunk & (o->chunk - 1)) || o->chunk > o->size) {
 		fprintf(stderr, "uf-demand-file: bad chunk %zu KiB: want a power of two, >= %zu KiB, <= the size\n",
+			o->chunk >> 10, ps >> 10);
+		return -1;
+	}
+	if (o->thread && o->chunk != ps) {
+		fprintf(stderr,
+			"uf-demand-file: bad chunk %zu KiB for -T: thread mode serves one %zu KiB page per fault\n",
 			o->chunk >> 10, ps >> 10);
 		return -1;
 	}
@@ -279,9 +309,28 @@ static double now(clockid_t clock)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int main(int argc, char **argv)
+/* Arm the region for SIGBUS mode, or start the handler thread (*h). */
+static int arm(const struct opts *o, struct uf_handler **h)
 {
 	struct sigaction sa = {.sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO};
+
+	if (o->thread)
+		*h = uf_handler_thread(g.base, g.size, fill_page, NULL);
+	if (o->thread ? !*h : uf_madvise_userfault(g.base, g.size) < 0) {
+		fprintf(stderr, "uf-demand-file: %s\n", uf_last_error());
+		return -1;
+	}
+	sigemptyset(&sa.sa_mask);
+	if (!o->thread && sigaction(SIGBUS, &sa, NULL) < 0) {
+		fprintf(stderr, "uf-demand-file: sigaction(SIGBUS): %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct uf_handler *h = NULL;
 	char path[PATH_MAX];
 	struct opts o;
 	double t0, c0, t, c;
@@ -300,25 +349,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uf-demand-file: cannot map %zu MiB: %s\n", o.size >> 20, strerror(errno));
 		goto out;
 	}
-	if (uf_madvise_userfault(g.base, g.size) < 0) {
-		fprintf(stderr, "uf-demand-file: %s\n", uf_last_error());
+	if (arm(&o, &h) < 0)
 		goto out;
-	}
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, NULL) < 0) {
-		fprintf(stderr, "uf-demand-file: sigaction(SIGBUS): %s\n", strerror(errno));
-		goto out;
-	}
 	t0 = now(CLOCK_MONOTONIC);
 	c0 = now(CLOCK_PROCESS_CPUTIME_ID);
 	if (verify(&o) == 0) {
 		t = now(CLOCK_MONOTONIC) - t0;
 		c = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
-		printf("uf-demand-file: %zu MiB in %zu KiB chunks, %s order%s: %lu faults, all %zu bytes verified, "
+		printf("uf-demand-file: %zu MiB in %zu KiB chunks, %s order%s%s: %lu faults, all %zu bytes verified, "
 		       "%.3f s (%.2f GB/s), CPU %.3f s\n",
-		       o.size >> 20, o.chunk >> 10, o.random ? "random" : "sequential", o.huge ? ", THP" : "", g.faults,
-		       o.size, t, (double)o.size / t / 1e9, c);
+		       o.size >> 20, o.chunk >> 10, o.random ? "random" : "sequential", o.huge ? ", THP" : "",
+		       o.thread ? ", thread" : "", g.faults, o.size, t, (double)o.size / t / 1e9, c);
 		ret = 0;
+	}
+	if (h && uf_handler_stop(h, NULL) < 0) {
+		fprintf(stderr, "uf-demand-file: %s\n", uf_last_error());
+		ret = 1;
 	}
 out:
 	close(g.fd);
