@@ -2,11 +2,14 @@
 # make-corpus.sh: dump small programs with the pinned criu and pack each dump
 # into a seed input of test/fuzz/corpus/fuzz_images/ (framing: frame.h).
 # Pages files go in by size only, so the seeds stay a few KiB each.
+# The fuzz_handoff seeds are written out directly: a few honest hand-offs
+# (--handoff-only: just those).
 # Run after `make`; commit the result.
 . "$(dirname "$0")/../lib/common.sh"
 set -u
 PACK=$BUILD/fuzz/fuzz-pack
 OUT=$TOP/test/fuzz/corpus/fuzz_images
+name=
 work=$(scratch fuzz-corpus) || exit 1
 trap 'kill_memhogs "$work/$name"' EXIT
 if [ ! -x "$PACK" ] || [ ! -x "$CRIU" ]; then echo "run make first" >&2; exit 1; fi
@@ -60,8 +63,31 @@ PY
 	"$PACK" "$d/img" >"$OUT/$1"
 }
 
+# handoff_seeds: what criu restore sends on lazy-pages.socket (framing in fuzz_handoff.c)
+handoff_seeds() {
+	mkdir -p "$TOP/test/fuzz/corpus/fuzz_handoff"
+	/usr/bin/python3 - "$TOP/test/fuzz/corpus/fuzz_handoff" <<'PY'
+import struct, sys
+out = sys.argv[1]
+def seed(name, alive, zombies, steps):
+    b = bytes([len(alive), len(zombies)]) + b"".join(struct.pack("<I", p) for p in alive + zombies)
+    open(out + "/" + name, "wb").write(b + b"".join(steps))
+pid = lambda p: b"\x02" + struct.pack("<i", p)
+uffd = lambda n=1: bytes([1 | n << 2])
+pipe = bytes([1 | 1 << 2 | 0x20])
+end = b"\x03"
+seed("one-task", [100], [], [pid(100), uffd(), end])
+seed("tree-with-zombie", [100, 101, 102], [103], [pid(100), uffd(), pid(101), uffd(), pid(-103), pid(102), uffd(), end])
+seed("pipe-not-uffd", [100], [], [pid(100), pipe, end])
+seed("two-fds", [100], [], [pid(100), uffd(2), end])
+seed("no-end-marker", [100], [], [pid(100), uffd()])
+PY
+}
+
+handoff_seeds || exit 1
+[ "${1:-}" = --handoff-only ] && exit 0
 dump memhog-1m -m 1 &&
 	dump memhog-fork-thread -m 1 -f -t 1 &&
 	parent memhog-parent memhog-1m &&
 	v1 memhog-v1 memhog-1m || exit 1
-du -b "$OUT"/*
+du -b "$OUT"/* "$TOP"/test/fuzz/corpus/fuzz_handoff/*

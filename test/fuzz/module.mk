@@ -27,15 +27,27 @@ $(FUZZ_OBJ)/test/fuzz/%.o: test/fuzz/%.c $(IMG_GEN_STAMP)
 	@echo "  CLANG    $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(IMG_CFLAGS) -MMD -MP -c $< -o $@
 
-$(FUZZ_DIR)/fuzz_images: $(FUZZ_OBJ)/test/fuzz/fuzz_images.o $(FUZZ_IMG_OBJS)
+# The hand-off reader and what it links against, instrumented the same way.
+FUZZ_HANDOFF_OBJS := $(addprefix $(FUZZ_OBJ)/plugin/,handoff/handoff.o engine/tree.o log/log.o)
+$(FUZZ_OBJ)/plugin/%.o: plugin/%.c $(IMG_GEN_STAMP)
 	@mkdir -p $(dir $@)
-	@echo "  LINK     $@"
-	@$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -lprotobuf-c
+	@echo "  CLANG    $< (fuzz)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+# FUZZ_LINK target, objects of the code under test, libraries
+define FUZZ_LINK
+$(FUZZ_DIR)/$(1): $(FUZZ_OBJ)/test/fuzz/$(1).o $(2)
+	@mkdir -p $$(dir $$@)
+	@echo "  LINK     $$@"
+	@$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $$@ $$^ $(3)
+endef
+$(eval $(call FUZZ_LINK,fuzz_images,$(FUZZ_IMG_OBJS),-lprotobuf-c))
+$(eval $(call FUZZ_LINK,fuzz_handoff,$(FUZZ_HANDOFF_OBJS),))
 
 $(FUZZ_PACK): test/fuzz/pack.c test/fuzz/frame.h
 	@mkdir -p $(dir $@)
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -o $@ $<
 
--include $(FUZZ_IMG_OBJS:.o=.d) $(FUZZ_OBJ)/test/fuzz/fuzz_images.d
+-include $(FUZZ_IMG_OBJS:.o=.d) $(FUZZ_HANDOFF_OBJS:.o=.d) $(addprefix $(FUZZ_OBJ)/test/fuzz/,$(addsuffix .d,$(FUZZ_TARGETS)))
 ALL_TARGETS += $(FUZZ_BINS) $(FUZZ_PACK)
