@@ -88,6 +88,10 @@ static void expect_child(bool no_syscall, bool no_device, int want, const char *
 
 static void test_device_without_syscall(void **state)
 {
+	if (access("/dev/userfaultfd", R_OK | W_OK) < 0) {
+		print_message("SKIP: %s: no usable /dev/userfaultfd (Linux < 6.1?): %s\n", __func__, strerror(errno));
+		skip();
+	}
 	expect_child(true, false, 0, __func__);
 }
 
