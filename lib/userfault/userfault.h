@@ -38,7 +38,8 @@ extern "C" {
  * Arm [addr, addr+len) (page-aligned, len > 0) so that a touch of a missing
  * page raises SIGBUS (si_code BUS_ADRERR, si_addr the faulting address).
  * Errors: EINVAL (unaligned, not private anonymous), ENOMEM (hole),
- * EBUSY (a page is already present or swapped).
+ * EBUSY (a page is already present or swapped, or the range is armed on
+ * another userfaultfd, e.g. by uf_handler_thread()).
  */
 int uf_madvise_userfault(void *addr, size_t len);
 
@@ -57,8 +58,8 @@ int uf_madvise_nouserfault(void *addr, size_t len);
  *   EEXIST  a page of dst is already present
  *   ENOENT  a page of src is missing
  * Afterwards src reads as missing.  A 2 MiB-aligned range of transparent
- * huge pages moves as whole huge pages, without being split.  A thread that
- * faulted on dst and waits is woken.
+ * huge pages moves as whole huge pages, without being split, if dst may hold
+ * THPs (MADV_HUGEPAGE where THP is in madvise mode); else the kernel splits.
  */
 int uf_remap_anon_pages(void *dst, void *src, size_t len);
 
