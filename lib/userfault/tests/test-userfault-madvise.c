@@ -12,10 +12,14 @@ static char *staging;
 static uint64_t fill_seed;
 static char *fill_base;
 
+static char *volatile handler_stack; /* where the handler's frame was */
+
 static void fill_and_return(int sig, siginfo_t *si, void *uc)
 {
 	char *page = (char *)((uintptr_t)si->si_addr & ~(PS - 1));
+	char here;
 
+	handler_stack = &here;
 	got_sigbus++;
 	got_addr = si->si_addr;
 	fill_pattern(staging, PS, fill_seed, (size_t)(page - fill_base));
@@ -136,8 +140,9 @@ static void test_sigbus_si_addr(void **state)
 }
 
 /* The proposal's loop: fault, handler remaps a filled page, access completes. */
-static void test_sigbus_fill(void **state)
+static void sigbus_fill(int flags)
 {
+	struct sigaction sa = {.sa_sigaction = fill_and_return, .sa_flags = SA_SIGINFO | flags};
 	const size_t n = 64;
 	char *p = map_anon(n * PS, PS);
 	size_t i;
@@ -146,7 +151,8 @@ static void test_sigbus_fill(void **state)
 	fill_seed = 0x1234;
 	fill_base = p;
 	assert_int_equal(uf_madvise_userfault(p, n * PS), 0);
-	install_handler(SIGBUS, fill_and_return);
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGBUS, &sa, NULL), 0);
 	got_sigbus = 0;
 	for (i = 0; i < n; i++) /* odd order: from the end, writes and reads */
 		if (i % 2)
@@ -165,6 +171,26 @@ static void test_sigbus_fill(void **state)
 	reset_handler(SIGBUS);
 	munmap(p, n * PS);
 	munmap(staging, PS);
+}
+
+static void test_sigbus_fill(void **state)
+{
+	sigbus_fill(0);
+}
+
+/* The signal path needs little stack: a 16 KiB sigaltstack is enough. */
+static void test_sigbus_fill_on_sigaltstack(void **state)
+{
+	const size_t size = 16 << 10;
+	stack_t ss = {.ss_sp = map_anon(size, PS), .ss_size = size};
+	stack_t off = {.ss_flags = SS_DISABLE};
+
+	assert_int_equal(sigaltstack(&ss, NULL), 0);
+	handler_stack = NULL;
+	sigbus_fill(SA_ONSTACK);
+	assert_int_equal(sigaltstack(&off, NULL), 0);
+	assert_true(handler_stack >= (char *)ss.ss_sp && handler_stack < (char *)ss.ss_sp + size);
+	munmap(ss.ss_sp, size);
 }
 
 static void test_nouserfault(void **state)
@@ -246,6 +272,7 @@ int main(void)
 	    cmocka_unit_test(test_touched_is_ebusy),
 	    cmocka_unit_test(test_sigbus_si_addr),
 	    cmocka_unit_test(test_sigbus_fill),
+	    cmocka_unit_test(test_sigbus_fill_on_sigaltstack),
 	    cmocka_unit_test(test_nouserfault),
 	    cmocka_unit_test(test_fork_child_cannot_read_zeros),
 	    cmocka_unit_test(test_child_arms_its_own),
