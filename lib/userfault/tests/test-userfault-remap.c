@@ -102,6 +102,20 @@ static void test_dst_not_armed(void **state)
 	munmap(src, 2 * PS);
 }
 
+/* The kernel moves only between mappings of the same protection. */
+static void test_protection_mismatch(void **state)
+{
+	struct pair pr = make_pair(4, 8);
+
+	assert_int_equal(mprotect(pr.src, pr.len, PROT_READ), 0);
+	expect_fail(uf_remap_anon_pages(pr.dst, pr.src, PS), EINVAL);
+	expect_fail(uf_remap_anon_pages(pr.dst, pr.src, pr.len), EINVAL);
+	assert_non_null(strstr(uf_last_error(), "protection"));
+	assert_int_equal(count_mapped(pr.dst, pr.len), 0);
+	assert_int_equal(check_pattern(pr.src, pr.len, 8, 0), pr.len);
+	drop_pair(&pr);
+}
+
 /* After a move dst has the bytes and src is missing (reads zero again). */
 static void test_atomic_move(void **state)
 {
@@ -270,6 +284,7 @@ int main(void)
 	    cmocka_unit_test(test_dst_present_eexist),
 	    cmocka_unit_test(test_src_missing_enoent),
 	    cmocka_unit_test(test_dst_not_armed),
+	    cmocka_unit_test(test_protection_mismatch),
 	    cmocka_unit_test(test_atomic_move),
 	    cmocka_unit_test(test_thp_move_no_split),
 	    cmocka_unit_test(test_thp_partial_move_splits),
