@@ -144,8 +144,8 @@ static void *handler_main(void *p)
 
 static void destroy(struct uf_handler *h)
 {
-	if (h->buf)
-		munmap(h->buf, uf_page_size);
+	if (h->buf && munmap(h->buf, uf_page_size) < 0)
+		fprintf(stderr, "libuserfault: handler: munmap of its page buffer: %s\n", strerror(errno));
 	if (h->stopfd >= 0)
 		close(h->stopfd);
 	if (h->uffd >= 0)
