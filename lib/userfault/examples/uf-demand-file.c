@@ -47,7 +47,8 @@ struct opts {
 	size_t size, chunk;
 	bool random, huge, thread;
 	const char *dir;
-	long long corrupt;
+	size_t corrupt; /* with flip: byte of the file to flip */
+	bool flip;
 };
 
 /* What the SIGBUS handler needs; set up before the first touch. */
@@ -129,31 +130,19 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	g.faults++;
 }
 
-static int parse_size(const char *arg, const char *name, size_t unit, size_t *out)
+/* A decimal integer >= min, times unit, into *out. */
+static int parse_num(const char *arg, const char *name, size_t unit, unsigned long long min, size_t *out)
 {
 	char *end;
 	unsigned long long v;
 
 	errno = 0;
 	v = strtoull(arg, &end, 10);
-	if (errno || end == arg || *end || v == 0 || v > SIZE_MAX / unit) {
-		fprintf(stderr, "uf-demand-file: bad %s '%s': want a positive integer\n", name, arg);
+	if (errno || end == arg || *end || *arg == '-' || v < min || v > SIZE_MAX / unit) {
+		fprintf(stderr, "uf-demand-file: bad %s '%s': want an integer >= %llu\n", name, arg, min);
 		return -1;
 	}
 	*out = (size_t)v * unit;
-	return 0;
-}
-
-static int parse_offset(const char *arg, long long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtoll(arg, &end, 10);
-	if (errno || end == arg || *end || *out < 0) {
-		fprintf(stderr, "uf-demand-file: bad offset (-x) '%s': want a byte offset >= 0\n", arg);
-		return -1;
-	}
 	return 0;
 }
 
@@ -162,16 +151,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
 	int c;
 
-	*o = (struct opts){.size = 1024UL << 20, .chunk = 64UL << 10, .corrupt = -1};
+	*o = (struct opts){.size = 1024UL << 20, .chunk = 64UL << 10};
 	o->dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	while ((c = getopt(argc, argv, "s:c:rHTd:x:")) != -1) {
 		switch (c) {
 		case 's':
-			if (parse_size(optarg, "size (-s MiB)", 1UL << 20, &o->size))
+			if (parse_num(optarg, "size (-s MiB)", 1UL << 20, 1, &o->size))
 				return -1;
 			break;
 		case 'c':
-			if (parse_size(optarg, "chunk (-c KiB)", 1UL << 10, &o->chunk))
+			if (parse_num(optarg, "chunk (-c KiB)", 1UL << 10, 1, &o->chunk))
 				return -1;
 			break;
 		case 'r':
@@ -187,8 +176,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->dir = optarg;
 			break;
 		case 'x':
-			if (parse_offset(optarg, &o->corrupt))
+			if (parse_num(optarg, "offset (-x)", 1, 0, &o->corrupt))
 				return -1;
+			o->flip = true;
 			break;
 		default:
 			fprintf(stderr,
@@ -207,9 +197,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->chunk >> 10, ps >> 10);
 		return -1;
 	}
-	if (o->corrupt >= (long long)o->size) {
-		fprintf(stderr, "uf-demand-file: -x %lld is past the end of the %zu-byte region\n", o->corrupt,
-			o->size);
+	if (o->flip && o->corrupt >= o->size) {
+		fprintf(stderr, "uf-demand-file: -x %zu is past the end of the %zu-byte region\n", o->corrupt, o->size);
 		return -1;
 	}
 	return 0;
@@ -239,11 +228,12 @@ static int write_backing(const struct opts *o, char *path, size_t path_len)
 			goto fail;
 		}
 	}
-	if (o->corrupt >= 0) {
+	if (o->flip) {
 		unsigned char b;
 
-		if (pread(fd, &b, 1, o->corrupt) != 1 || (b ^= 0xff, pwrite(fd, &b, 1, o->corrupt) != 1)) {
-			fprintf(stderr, "uf-demand-file: cannot flip byte %lld of %s\n", o->corrupt, path);
+		if (pread(fd, &b, 1, (off_t)o->corrupt) != 1 ||
+		    (b ^= 0xff, pwrite(fd, &b, 1, (off_t)o->corrupt) != 1)) {
+			fprintf(stderr, "uf-demand-file: cannot flip byte %zu of %s\n", o->corrupt, path);
 			goto fail;
 		}
 	}
