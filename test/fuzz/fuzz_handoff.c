@@ -193,7 +193,7 @@ static bool send_fds(int sk, int nr, bool pipes)
 	char byte = 0, ctl[CMSG_SPACE(sizeof(int) * MAX_FDS_STEP)] = {0};
 	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-	int fds[MAX_FDS_STEP];
+	int fds[MAX_FDS_STEP] = {0};
 	bool sent;
 
 	if (nr) {

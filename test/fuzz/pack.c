@@ -79,8 +79,7 @@ static int pack_file(int dfd, const char *dir, const char *name, int kind, uint3
 		goto out;
 	}
 	if (st.st_size > (16 << 20)) {
-		fprintf(stderr, "fuzz-pack: %s/%s: %lld bytes is too big to pack\n", dir, name,
-			(long long)st.st_size);
+		fprintf(stderr, "fuzz-pack: %s/%s: %lld bytes is too big to pack\n", dir, name, (long long)st.st_size);
 		goto out;
 	}
 	buf = malloc(st.st_size ? st.st_size : 1);
