@@ -18,17 +18,19 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "plugin/handoff/handoff.h"
 #include "plugin/log/log.h"
+#include "test/fuzz/fuzz.h"
 
 #define MAX_EXPECT   8
 #define MAX_FDS	     16 /* per input, all steps together */
@@ -42,48 +44,25 @@ struct seen {
 	int finished, failed;
 };
 
-__attribute__((format(printf, 1, 2), noreturn)) static void violation(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "fuzz_handoff: invariant violated: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	abort();
-}
-
-__attribute__((noreturn)) static void fatal(const char *what)
-{
-	fprintf(stderr, "fuzz_handoff: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
-
 static size_t count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
 	size_t n = 0;
 
 	if (!d)
-		fatal("opendir /proc/self/fd");
+		fatal("opendir /proc/self/fd: %s", strerror(errno));
 	while (readdir(d))
 		n++;
 	closedir(d);
 	return n;
 }
 
+/* Independent of the reader's own /proc check: only a (fresh) userfaultfd takes UFFDIO_API. */
 static bool is_uffd(int fd)
 {
-	char path[64], link[64];
-	ssize_t n;
+	struct uffdio_api api = {.api = UFFD_API};
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = 0;
-	return !strcmp(link, "anon_inode:[userfaultfd]");
+	return ioctl(fd, UFFDIO_API, &api) == 0;
 }
 
 static bool listed(const uint32_t *v, size_t n, uint32_t pid)
@@ -160,7 +139,7 @@ static bool send_msg(int sk, struct msghdr *m, size_t n)
 	if ((r < 0 && errno == EAGAIN) || (r >= 0 && (size_t)r < n))
 		return false;
 	if (r < 0)
-		fatal("sendmsg to the hand-off socket");
+		fatal("sendmsg to the hand-off socket: %s", strerror(errno));
 	return true;
 }
 
@@ -179,11 +158,11 @@ static int new_fd(bool pipe_end)
 	if (!pipe_end) {
 		fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
-			fatal("userfaultfd");
+			fatal("userfaultfd: %s", strerror(errno));
 		return fd;
 	}
 	if (pipe2(p, O_CLOEXEC))
-		fatal("pipe2");
+		fatal("pipe2: %s", strerror(errno));
 	close(p[1]);
 	return p[0];
 }
@@ -297,7 +276,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	read_expect(&in, &s);
 	x = (struct lr_handoff_expect){s.alive, s.nr_alive, s.zombies, s.nr_zombies};
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sk))
-		fatal("socketpair");
+		fatal("socketpair: %s", strerror(errno));
 	play(sk[1], &in);
 	close(sk[1]);
 	ret = lr_handoff_receive(sk[0], 0, &x, &ops, &s);

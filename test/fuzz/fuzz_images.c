@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "images/image.h"
+#include "test/fuzz/fuzz.h"
 #include "test/fuzz/frame.h"
 
 #define MAX_TASKS     16 /* tasks whose mm is read per input */
@@ -27,30 +27,6 @@ static int scratch_fd = -1;
 static char written[FZ_MAX_RECORDS][64];
 static int nr_written;
 static bool verbose; /* FUZZ_VERBOSE=1: say what the reader said, to debug an input */
-
-__attribute__((format(printf, 1, 2), noreturn)) static void violation(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "fuzz_images: invariant violated: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	abort();
-}
-
-__attribute__((format(printf, 1, 2), noreturn)) static void fatal(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "fuzz_images: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
 
 /* ---- the scratch dump directory, reused by every input --------------- */
 
