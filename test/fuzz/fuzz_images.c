@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "images/image.h"
+#include "plugin/engine/ranges.h"
 #include "test/fuzz/fuzz.h"
 #include "test/fuzz/frame.h"
 
@@ -103,6 +104,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* ---- invariants ------------------------------------------------------ */
+
+static void report(const char *what, const struct img_err *err)
+{
+	if (verbose)
+		fprintf(stderr, "fuzz_images: %s: %s\n", what, err ? err->msg : "OK");
+}
 
 static uint64_t pme_end(const struct img_pme *p)
 {
@@ -267,10 +274,62 @@ static void touch_pages(const struct img_mm *mm, const struct img_pages *pg)
 	(void)sink;
 }
 
-static void report(const char *what, const struct img_err *err)
+/*
+ * The engine's lazy ranges built from what the reader accepted: exactly the
+ * PE_LAZY pages, sorted, each inside one VMA that can be lazy.
+ */
+static void check_ranges(const struct img_mm *mm, uint64_t seed)
 {
+	uint64_t lazy_pages = 0, pages = 0;
+	struct lr_ranges r;
+	struct lr_range c;
+	char err[256];
+
+	lr_ranges_init(&r);
+	if (lr_ranges_build(&r, mm, err, sizeof(err))) {
+		if (verbose)
+			fprintf(stderr, "fuzz_images: lr_ranges_build: %s\n", err);
+		lr_ranges_free(&r);
+		return;
+	}
+	for (size_t i = 0; i < mm->nr_pmes; i++)
+		if (mm->pmes[i].flags & IMG_PE_LAZY)
+			lazy_pages += mm->pmes[i].nr_pages;
+	for (size_t i = 0; i < r.nr; i++) {
+		const struct lr_range *g = &r.v[i];
+		long v = vma_holding(mm, g->start), p;
+		uint64_t a = g->start;
+
+		if (g->start >= g->end || (g->start | g->end) % IMG_PAGE_SIZE || g->img != g->start ||
+		    (i && g->start < r.v[i - 1].end))
+			violation("task %u: lazy range %zu %#llx-%#llx (img %#llx) is empty, unaligned or unsorted",
+				  mm->pid, i, (unsigned long long)g->start, (unsigned long long)g->end,
+				  (unsigned long long)g->img);
+		if (v < 0 || g->end > mm->vmas[v].end || !img_vma_can_be_lazy(&mm->vmas[v]))
+			violation("task %u: lazy range %zu %#llx-%#llx is not inside one lazy VMA", mm->pid, i,
+				  (unsigned long long)g->start, (unsigned long long)g->end);
+		/* every page of the range is a PE_LAZY page of the pagemap */
+		while (a < g->end) {
+			p = pme_holding(mm, a);
+			if (p < 0 || !(mm->pmes[p].flags & IMG_PE_LAZY))
+				violation("task %u: lazy range %zu holds %#llx, which is no lazy page", mm->pid, i,
+					  (unsigned long long)a);
+			a = pme_end(&mm->pmes[p]);
+		}
+		pages += (g->end - g->start) / IMG_PAGE_SIZE;
+	}
+	if (pages != r.pages || pages != lazy_pages)
+		violation("task %u: lazy ranges hold %llu pages, say %llu, the pagemap has %llu lazy", mm->pid,
+			  (unsigned long long)pages, (unsigned long long)r.pages, (unsigned long long)lazy_pages);
+	if (r.nr && (lr_ranges_pick(&r, seed & ~(IMG_PAGE_SIZE - 1), 64 * IMG_PAGE_SIZE, &c) ||
+		     lr_ranges_find(&r, c.start) < 0 || c.start >= c.end || c.end - c.start > 64 * IMG_PAGE_SIZE ||
+		     c.end > r.v[lr_ranges_find(&r, c.start)].end))
+		violation("task %u: lr_ranges_pick gave %#llx-%#llx, not a piece of one range", mm->pid,
+			  (unsigned long long)c.start, (unsigned long long)c.end);
 	if (verbose)
-		fprintf(stderr, "fuzz_images: %s: %s\n", what, err ? err->msg : "OK");
+		fprintf(stderr, "fuzz_images: lr_ranges_build: OK, %zu ranges, %llu pages\n", r.nr,
+			(unsigned long long)r.pages);
+	lr_ranges_free(&r);
 }
 
 static void check_mm(struct img_dir *d, uint32_t pid, uint64_t seed)
@@ -291,11 +350,13 @@ static void check_mm(struct img_dir *d, uint32_t pid, uint64_t seed)
 				  err.msg);
 		check_pmes(&mm, pg.size);
 		check_lookups(&mm, seed, pg.size);
+		check_ranges(&mm, seed);
 		touch_pages(&mm, &pg);
 		img_pages_unmap(&pg);
 	} else {
 		check_pmes(&mm, 0);
 		check_lookups(&mm, seed, 0);
+		check_ranges(&mm, seed);
 	}
 	img_mm_free(&mm);
 }

@@ -27,7 +27,8 @@ $(FUZZ_OBJ)/test/fuzz/%.o: test/fuzz/%.c $(IMG_GEN_STAMP)
 	@echo "  CLANG    $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(IMG_CFLAGS) -MMD -MP -c $< -o $@
 
-# The hand-off reader and what it links against, instrumented the same way.
+# The hand-off reader and the engine's lazy ranges (built from what images/ accepted),
+# instrumented the same way.
 FUZZ_HANDOFF_OBJS := $(addprefix $(FUZZ_OBJ)/plugin/,handoff/handoff.o engine/tree.o log/log.o)
 $(FUZZ_OBJ)/plugin/%.o: plugin/%.c $(IMG_GEN_STAMP)
 	@mkdir -p $(dir $@)
@@ -41,7 +42,7 @@ $(FUZZ_DIR)/$(1): $(FUZZ_OBJ)/test/fuzz/$(1).o $(2)
 	@echo "  LINK     $$@"
 	@$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $$@ $$^ $(3)
 endef
-$(eval $(call FUZZ_LINK,fuzz_images,$(FUZZ_IMG_OBJS),-lprotobuf-c))
+$(eval $(call FUZZ_LINK,fuzz_images,$(FUZZ_IMG_OBJS) $(FUZZ_OBJ)/plugin/engine/ranges.o,-lprotobuf-c))
 $(eval $(call FUZZ_LINK,fuzz_handoff,$(FUZZ_HANDOFF_OBJS),))
 
 $(FUZZ_PACK): test/fuzz/pack.c test/fuzz/frame.h
