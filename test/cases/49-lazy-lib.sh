@@ -7,7 +7,8 @@
 LAZY_PID=
 
 # start_lazy NAME BIN IMGDIR [extra args]: start "BIN lazy-pages" with zdtm's
-# command line and wait for its --status-fd byte (it listens then).
+# command line and wait for its --status-fd byte (it listens then).  The log
+# goes to the work dir (IMGDIR unless -W is among the extra args).
 start_lazy() {
 	local name=$1 bin=$2 img=$3 byte fifo
 	shift 3
