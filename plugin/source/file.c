@@ -95,7 +95,8 @@ static int file_get(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_
 	}
 	if (populate(t->pages.base + off, len)) {
 		snprintf(err, errlen, "pages-%u.img: offset %llu: can't read %llu bytes: %s", t->pages.id,
-			 (unsigned long long)off, (unsigned long long)len, strerror(errno));
+			 (unsigned long long)off, (unsigned long long)len,
+			 errno == EFAULT ? "file shrank or I/O error" : strerror(errno));
 		return -1;
 	}
 	*data = t->pages.base + off;
