@@ -4,6 +4,7 @@
 FUZZ_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 FUZZ_BIN=$FUZZ_TOP/build/fuzz
 FUZZ_SRC=$FUZZ_TOP/test/fuzz
+[ -d /dev/shm ] && [ -w /dev/shm ] || FUZZ_SHM=${TMPDIR:-/tmp}
 
 # fuzz_targets: the name of every built target
 fuzz_targets() {
@@ -20,13 +21,25 @@ fuzz_inputs() {
 	find "${dirs[@]}" -type f 2>/dev/null | sort
 }
 
+# fuzz_exec TARGET ARGS...: run a target with a scratch dir on tmpfs of its own,
+# removed afterwards even if the target died (fuzz_images writes its dumps there)
+fuzz_exec() {
+	local t=$1 shm status
+	shift
+	shm=$(mktemp -d "${FUZZ_SHM:-/dev/shm}/lazyrestore-fuzz-$t.XXXXXX") || return 1
+	FUZZ_SCRATCH=$shm "$FUZZ_BIN/$t" "$@"
+	status=$?
+	rm -rf "$shm"
+	return $status
+}
+
 # fuzz_replay TARGET LOG [DIR...]: run every input of fuzz_inputs once; non-zero if one fails
 fuzz_replay() {
 	local t=$1 log=$2 inputs
 	shift 2
 	mapfile -t inputs < <(fuzz_inputs "$t" "$@")
 	[ ${#inputs[@]} -gt 0 ] || { echo "no inputs for $t" >"$log"; return 1; }
-	"$FUZZ_BIN/$t" -timeout=10 "${inputs[@]}" >"$log" 2>&1
+	fuzz_exec "$t" -timeout=10 "${inputs[@]}" >"$log" 2>&1
 }
 
 # fuzz_run TARGET SECONDS WORKDIR: fuzz from the committed inputs plus WORKDIR/corpus
@@ -37,7 +50,7 @@ fuzz_run() {
 	mkdir -p "$w/corpus" "$w/artifacts" || return 1
 	[ -d "$FUZZ_SRC/corpus/$t" ] && dirs+=("$FUZZ_SRC/corpus/$t")
 	[ -d "$FUZZ_SRC/regressions/$t" ] && dirs+=("$FUZZ_SRC/regressions/$t")
-	(cd "$w" && "$FUZZ_BIN/$t" -max_total_time="$secs" -timeout=10 -print_final_stats=1 \
+	(cd "$w" && fuzz_exec "$t" -max_total_time="$secs" -timeout=10 -print_final_stats=1 \
 		-artifact_prefix="$w/artifacts/" corpus "${dirs[@]}") >"$w/fuzz.log" 2>&1
 }
 
