@@ -10,6 +10,7 @@ struct lr_daemon_opts {
 	int status_fd, level;
 	unsigned workers;
 	bool progress;
+	bool no_supervisor; /* run the engine in this process (no restart on a crash) */
 };
 
 int lr_daemon_run(const struct lr_daemon_opts *o);

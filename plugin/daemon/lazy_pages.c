@@ -52,7 +52,15 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 when all memory was served, 1 on any error, 2 on bad usage.\n";
 
-enum { OPT_STATUS_FD = 256, OPT_VERBOSITY, OPT_NO_DEFAULT_CONFIG, OPT_STATS, OPT_PROGRESS, OPT_WORKERS };
+enum {
+	OPT_STATUS_FD = 256,
+	OPT_VERBOSITY,
+	OPT_NO_DEFAULT_CONFIG,
+	OPT_STATS,
+	OPT_PROGRESS,
+	OPT_WORKERS,
+	OPT_NO_SUPERVISOR
+};
 
 static const struct option long_opts[] = {
     {"images-dir", required_argument, NULL, 'D'},
@@ -132,6 +140,9 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 			o->workers = (unsigned)v;
 			break;
 		case OPT_NO_DEFAULT_CONFIG:
+			break;
+		case OPT_NO_SUPERVISOR:
+			o->no_supervisor = true;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

@@ -20,6 +20,7 @@
 #include "plugin/handoff/handoff.h"
 #include "plugin/log/log.h"
 #include "plugin/source/source.h"
+#include "plugin/supervisor/supervisor.h"
 
 struct dump {
 	struct img_dir *dir;
@@ -127,6 +128,14 @@ static void *handoff_thread(void *arg)
 	return NULL;
 }
 
+static int finish(struct lr_engine *e, const struct lr_daemon_opts *o, int ret)
+{
+	lr_stats_log_summary(lr_engine_stats(e));
+	if (o->stats_file && lr_stats_write_json(lr_engine_stats(e), o->stats_file))
+		ret = -1;
+	return ret;
+}
+
 static int status_ready(int fd)
 {
 	char zero = 0;
@@ -143,26 +152,31 @@ static int status_ready(int fd)
 	return 0;
 }
 
-static int serve(struct dump *d, int lfd, const struct lr_daemon_opts *o)
+static int new_task(void *arg, unsigned idx, int uffd, uint32_t vpid, pid_t real_pid, int parent, uint64_t fork_pos)
+{
+	struct lr_sv_task t = {uffd, vpid, real_pid, parent, fork_pos};
+	return lr_sv_send_task(arg, idx, &t);
+}
+
+/* Serve one restore's hand-off and memory in this process. */
+static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opts *o, struct lr_sv *sv)
 {
 	struct img_err err;
 	struct page_source *src = file_source_open(d->dir, d->mms, d->nr_alive, &err);
-	struct session s = {.d = d, .cfd = -1};
+	struct session s = {.d = d, .cfd = cfd, .peer = peer};
 	struct lr_engine_opts eo = {.workers = o->workers, .progress = o->progress};
 	pthread_t th;
 	int ret = -1;
 
+	if (sv) {
+		eo.new_task = new_task;
+		eo.arg = sv;
+		eo.journal = &sv->j;
+	}
 	if (!src) {
 		pr_err("%s", err.msg);
 		return -1;
 	}
-	if (status_ready(o->status_fd))
-		goto out;
-	s.cfd = lr_handoff_accept(lfd, &s.peer);
-	close(lfd);
-	if (s.cfd < 0)
-		goto out;
-	pr_info("restore connected (pid %d)", s.peer);
 	s.e = lr_engine_create(src, &eo);
 	if (!s.e || pthread_create(&th, NULL, handoff_thread, &s)) {
 		pr_err("can't start serving the restore");
@@ -174,17 +188,88 @@ static int serve(struct dump *d, int lfd, const struct lr_daemon_opts *o)
 	pthread_join(th, NULL);
 	if (s.ret)
 		ret = -1;
-	lr_stats_log_summary(lr_engine_stats(s.e));
-	if (o->stats_file && lr_stats_write_json(lr_engine_stats(s.e), o->stats_file))
-		ret = -1;
+	ret = finish(s.e, o, ret);
 out:
-	if (s.cfd >= 0)
-		close(s.cfd);
 	lr_engine_destroy(s.e);
 	page_source_destroy(src);
 	return ret;
 }
 
+/* A new engine after the previous one was killed: everything from the images and the journal. */
+static int resume(struct dump *d, const struct lr_daemon_opts *o, struct lr_sv *sv)
+{
+	struct img_err err;
+	struct page_source *src = file_source_open(d->dir, d->mms, d->nr_alive, &err);
+	struct lr_engine_opts eo = {
+	    .workers = o->workers, .progress = o->progress, .new_task = new_task, .arg = sv, .journal = &sv->j};
+	struct lr_resume_task rt[LR_JOURNAL_TASKS];
+	struct lr_engine *e = NULL;
+	int ret = -1;
+
+	if (!src) {
+		pr_err("%s", err.msg);
+		return -1;
+	}
+	for (unsigned i = 0; i < sv->nr_tasks; i++) {
+		const struct lr_sv_task *t = &sv->tasks[i];
+		rt[i] = (struct lr_resume_task){t->uffd,   t->vpid,	t->real_pid,
+						t->parent, t->fork_pos, t->parent < 0 ? find_mm(d, t->vpid) : NULL};
+	}
+	e = lr_engine_create(src, &eo);
+	if (!e || lr_engine_resume(e, rt, sv->nr_tasks)) {
+		if (e)
+			lr_engine_fail(e, "can't resume after the engine was killed");
+		goto out;
+	}
+	ret = finish(e, o, lr_engine_run(e));
+out:
+	lr_engine_destroy(e);
+	page_source_destroy(src);
+	return ret;
+}
+
+struct sv_ctx {
+	struct dump *d;
+	int cfd;
+	pid_t peer;
+	const struct lr_daemon_opts *o;
+};
+
+static int engine_child(void *arg, struct lr_sv *sv, bool resuming)
+{
+	struct sv_ctx *c = arg;
+
+	if (resuming)
+		return resume(c->d, c->o, sv) ? 1 : 0;
+	return serve(c->d, c->cfd, c->peer, c->o, sv) ? 1 : 0;
+}
+
+static int accept_and_serve(struct dump *d, int lfd, const struct lr_daemon_opts *o)
+{
+	struct sv_ctx c = {.d = d, .o = o};
+	struct lr_sv sv;
+	int ret;
+
+	if (status_ready(o->status_fd))
+		return -1;
+	c.cfd = lr_handoff_accept(lfd, &c.peer);
+	close(lfd);
+	if (c.cfd < 0)
+		return -1;
+	pr_info("restore connected (pid %d)", c.peer);
+	if (o->no_supervisor) {
+		ret = serve(d, c.cfd, c.peer, o, NULL);
+		close(c.cfd);
+		return ret;
+	}
+	if (lr_sv_init(&sv)) {
+		close(c.cfd);
+		return -1;
+	}
+	ret = lr_supervise(&sv, engine_child, &c, c.cfd) ? -1 : 0;
+	lr_sv_fini(&sv);
+	return ret;
+}
 int lr_daemon_run(const struct lr_daemon_opts *o)
 {
 	char images[PATH_MAX];
@@ -208,7 +293,7 @@ int lr_daemon_run(const struct lr_daemon_opts *o)
 	lfd = lr_handoff_listen();
 	if (lfd < 0)
 		goto out;
-	ret = serve(&d, lfd, o);
+	ret = accept_and_serve(&d, lfd, o);
 out:
 	dump_free(&d);
 	pr_info("lazy-pages: exit %d", ret ? 1 : 0);

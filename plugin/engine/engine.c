@@ -67,7 +67,8 @@ void lr_engine_kick(struct lr_engine *e)
 		pr_perror("engine wake-up");
 }
 
-struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32_t src_pid, pid_t real_pid)
+struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32_t src_pid, pid_t real_pid, int parent,
+			    uint64_t fork_pos)
 {
 	struct lr_task *t = calloc(1, sizeof(*t));
 	pthread_rwlockattr_t ra;
@@ -84,6 +85,18 @@ struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32
 		e->tasks = v;
 		e->cap_tasks = cap;
 	}
+	if (e->o.journal && e->nr_tasks >= LR_JOURNAL_TASKS) {
+		pr_err("more than %u tasks: the supervisor can't keep them", LR_JOURNAL_TASKS);
+		free(t);
+		return NULL;
+	}
+	/* The supervisor must hold a dup before we act on the uffd. */
+	if (parent >= -1 && e->o.new_task &&
+	    e->o.new_task(e->o.arg, (unsigned)e->nr_tasks, uffd, vpid, real_pid, parent, fork_pos)) {
+		free(t);
+		return NULL;
+	}
+	t->idx = (unsigned)e->nr_tasks;
 	t->uffd = uffd;
 	t->vpid = vpid;
 	t->src_pid = src_pid;
@@ -112,7 +125,7 @@ int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int u
 	int ret = -1;
 
 	pthread_mutex_lock(&e->lock);
-	struct lr_task *t = lr_task_new(e, uffd, vpid, vpid, real_pid);
+	struct lr_task *t = lr_task_new(e, uffd, vpid, vpid, real_pid, -1, 0);
 	if (!t)
 		goto out;
 	if (lr_ranges_build(&t->pending, mm, err, sizeof(err))) {
@@ -132,6 +145,8 @@ void lr_engine_restore_finished(struct lr_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
 	e->finished = true;
+	if (e->o.journal) /* every task is with the supervisor now: restartable */
+		__atomic_store_n(&e->o.journal->head->finished, 1, __ATOMIC_RELEASE);
 	e->stats.t_finished = lr_now();
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);

@@ -15,6 +15,7 @@
 #include "images/image.h"
 #include "plugin/engine/stats.h"
 #include "plugin/source/source.h"
+#include "plugin/supervisor/journal.h"
 
 struct lr_engine;
 
@@ -22,11 +23,25 @@ struct lr_engine_opts {
 	unsigned workers; /* prefetch threads; 0 = none (faults only) */
 	bool progress;	  /* draw a progress line on stderr */
 	/*
-	 * Called from the fault thread for each uffd that UFFD_EVENT_FORK hands
-	 * us, before the engine acts on it (the supervisor keeps a dup).
+	 * Called for each new task (hand-off or UFFD_EVENT_FORK), in index order,
+	 * before the engine acts on its uffd: the supervisor keeps a dup.
+	 * parent is -1 or the forking task's index, fork_pos the journal entry
+	 * of its FORK message.
 	 */
-	int (*new_uffd)(void *arg, int uffd, uint32_t src_pid);
+	int (*new_task)(void *arg, unsigned idx, int uffd, uint32_t vpid, pid_t real_pid, int parent,
+			uint64_t fork_pos);
 	void *arg;
+	struct lr_journal *journal; /* NULL: no journal (unsupervised) */
+};
+
+/* A task as the supervisor kept it, for lr_engine_resume(). */
+struct lr_resume_task {
+	int uffd;
+	uint32_t vpid;
+	pid_t real_pid;
+	int parent;
+	uint64_t fork_pos;
+	const struct img_mm *mm; /* NULL for fork children */
 };
 
 struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engine_opts *o);
@@ -41,6 +56,12 @@ int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int u
 void lr_engine_restore_finished(struct lr_engine *e);
 /* Stop everything and kill the restored tree; why is logged once. */
 void lr_engine_fail(struct lr_engine *e, const char *why);
+
+/*
+ * After a crash of the previous engine: rebuild every task's ranges from the
+ * images, replay the journal's events on them, wake every waiting thread.
+ */
+int lr_engine_resume(struct lr_engine *e, const struct lr_resume_task *t, size_t nr);
 
 /* Fault loop in the caller's thread; 0 when all resident/gone, -1 on failure. */
 int lr_engine_run(struct lr_engine *e);

@@ -32,20 +32,9 @@ static int reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t 
 	return 0;
 }
 
-static int on_fork(struct lr_engine *e, struct lr_task *t, int ufd)
+int lr_fork_ranges(struct lr_engine *e, struct lr_task *t, struct lr_task *c)
 {
-	int fl = fcntl(ufd, F_GETFL);
-
-	if (fl < 0 || fcntl(ufd, F_SETFL, fl | O_NONBLOCK | O_CLOEXEC)) {
-		pr_perror("fork of task %u: can't set up the child's uffd %d", t->src_pid, ufd);
-		return -1;
-	}
-	if (e->o.new_uffd && e->o.new_uffd(e->o.arg, ufd, t->src_pid)) {
-		pr_err("fork of task %u: can't hand the child's uffd to the supervisor", t->src_pid);
-		return -1;
-	}
-	struct lr_task *c = lr_task_new(e, ufd, 0, t->src_pid, 0);
-	if (!c || lr_ranges_copy(&c->pending, &t->pending))
+	if (lr_ranges_copy(&c->pending, &t->pending))
 		return -1;
 	/* Pages a worker had claimed but not installed before the fork are missing in the child too. */
 	for (unsigned i = 0; i < MAX_WORKERS; i++) {
@@ -57,17 +46,32 @@ static int on_fork(struct lr_engine *e, struct lr_task *t, int ufd)
 	c->window = t->window;
 	e->stats.forks++;
 	pthread_cond_broadcast(&e->work);
-	pr_debug("task %u forked: child uffd %d, %llu pages pending", t->src_pid, ufd,
+	pr_debug("task %u forked: child uffd %d, %llu pages pending", t->src_pid, c->uffd,
 		 (unsigned long long)c->pending.pages);
 	return 0;
 }
 
+static int on_fork(struct lr_engine *e, struct lr_task *t, int ufd, uint64_t pos)
+{
+	int fl = fcntl(ufd, F_GETFL);
+
+	if (fl < 0 || fcntl(ufd, F_SETFL, fl | O_NONBLOCK)) {
+		pr_perror("fork of task %u: can't set up the child's uffd %d", t->src_pid, ufd);
+		return -1;
+	}
+	struct lr_task *c = lr_task_new(e, ufd, 0, t->src_pid, 0, (int)t->idx, pos);
+	return c ? lr_fork_ranges(e, t, c) : -1;
+}
+
 /* Lock held.  Returns -1 on a fatal error. */
-static int apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd_msg *m)
+static int apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd_msg *m, uint64_t pos,
+		       struct lr_task *child)
 {
 	switch (m->event) {
 	case UFFD_EVENT_FORK:
-		return on_fork(e, t, (int)m->arg.fork.ufd);
+		if (child) /* replay: the supervisor's dup of the child's uffd */
+			return lr_fork_ranges(e, t, child);
+		return on_fork(e, t, (int)m->arg.fork.ufd, pos);
 	case UFFD_EVENT_REMAP: {
 		uint64_t from = m->arg.remap.from, to = m->arg.remap.to, len = m->arg.remap.len;
 		e->stats.remaps++;
@@ -95,6 +99,11 @@ static int apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd
 		pr_err("task %u: unexpected uffd event 0x%x", t->src_pid, m->event);
 		return -1;
 	}
+}
+
+int lr_apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd_msg *m, struct lr_task *child)
+{
+	return apply_event(e, t, m, 0, child);
 }
 
 static void adapt_window(struct lr_task *t, uint64_t addr)
@@ -192,14 +201,36 @@ static int serve_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, do
 	return ret;
 }
 
+/*
+ * Where the next messages of t are read to: straight into its journal area
+ * when there is one (so they are on record even if we die right after).
+ */
+static struct uffd_msg *read_target(struct lr_engine *e, struct lr_task *t, struct uffd_msg *local, size_t *space)
+{
+	struct lr_journal *j = e->o.journal;
+
+	*space = MSG_BATCH;
+	if (!j || j->head->full[t->idx])
+		return local;
+	if (t->jpos + MSG_BATCH > LR_JOURNAL_MSGS) {
+		pr_warn("task %u: uffd journal full; a crash of the engine can't be survived now", t->src_pid);
+		j->head->full[t->idx] = 1;
+		return local;
+	}
+	return lr_journal_area(j, t->idx) + t->jpos;
+}
+
 static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *msgs, int *nr)
 {
+	size_t space;
+	struct uffd_msg *buf = read_target(e, t, msgs, &space);
+	uint64_t pos = t->jpos;
 	ssize_t n;
 	int ret = 0;
 
 	pthread_rwlock_wrlock(&t->copy_lock);
 	do
-		n = read(t->uffd, msgs, MSG_BATCH * sizeof(*msgs));
+		n = read(t->uffd, buf, space * sizeof(*buf));
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		*nr = 0;
@@ -208,10 +239,14 @@ static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *m
 			pr_perror("task %u: read of uffd %d", t->src_pid, t->uffd);
 		goto out;
 	}
-	*nr = (int)(n / sizeof(*msgs));
+	*nr = (int)(n / sizeof(*buf));
+	if (buf != msgs) {
+		memcpy(msgs, buf, *nr * sizeof(*buf));
+		t->jpos += *nr;
+	}
 	pthread_mutex_lock(&e->lock);
 	for (int i = 0; i < *nr && !ret; i++)
-		if (msgs[i].event != UFFD_EVENT_PAGEFAULT && apply_event(e, t, &msgs[i]))
+		if (msgs[i].event != UFFD_EVENT_PAGEFAULT && apply_event(e, t, &msgs[i], pos + (uint64_t)i, NULL))
 			ret = -1;
 	pthread_mutex_unlock(&e->lock);
 out:

@@ -8,6 +8,7 @@
 
 #include "plugin/engine/engine.h"
 #include "plugin/engine/ranges.h"
+#include "lib/uffd-compat.h"
 
 #define PAGE		   IMG_PAGE_SIZE
 #define FAULT_AROUND_START 16U
@@ -19,6 +20,8 @@
 
 struct lr_task {
 	int uffd;
+	unsigned idx;	  /* index in tasks[] and in the journal */
+	uint64_t jpos;	  /* next journal entry */
 	uint32_t vpid;	  /* 0 for a fork child */
 	uint32_t src_pid; /* whose images hold its pages */
 	pid_t real_pid;	  /* 0 if unknown */
@@ -75,12 +78,17 @@ void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
 /* engine.c */
 void lr_task_gone(struct lr_engine *e, struct lr_task *t); /* lock held */
 void lr_engine_kick(struct lr_engine *e);
-struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32_t src_pid,
-			    pid_t real_pid); /* lock held */
+/* Lock held.  parent < -1: resumed task, already known to the supervisor. */
+struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32_t src_pid, pid_t real_pid, int parent,
+			    uint64_t fork_pos);
 void lr_engine_fail_locked(struct lr_engine *e, const char *why);
 
 /* fault.c */
 int lr_drain_uffd(struct lr_engine *e, struct lr_task *t);
+/* Lock held: apply one event message (the FORK child comes from child). */
+int lr_apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd_msg *m, struct lr_task *child);
+/* Lock held: the child's ranges are the parent's plus its claimed remainders. */
+int lr_fork_ranges(struct lr_engine *e, struct lr_task *parent, struct lr_task *child);
 
 /* prefetch.c */
 int lr_prefetch_start(struct lr_engine *e);
