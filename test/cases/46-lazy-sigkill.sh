@@ -1,0 +1,56 @@
+#!/bin/bash
+# timeout: 300
+# SIGKILL of our page server's engine right after restore, while the memory
+# is still being served: the supervisor must restart it, the restarted
+# engine resumes from the images and the uffd journal, and the program sees
+# exactly its dumped bytes (every word checked).  Twice: 1 GiB with random
+# touches, and the events program (fork, mremap, munmap, DONTNEED) whose
+# events land around the kill.  (Stock criu lazy-pages has no answer to
+# this: its unserved pages then read as zero, see kernel-notes.)
+. "$(dirname "$0")/49-lazy-lib.sh"
+
+# kill_engine_after_restore NAME IMG: restore, then SIGKILL the engine child.
+kill_engine_after_restore() {
+	local name=$1 img=$2 eng
+	start_lazy "$name" "$LAZYRESTORE" "$img" --stats "stats-$name.json" ||
+		{ fail "$name" "daemon did not start"; return 1; }
+	eng=$(ps -o pid= --ppid "$LAZY_PID" | head -n1 | tr -d ' ')
+	"$CRIU" restore -D "$img" --lazy-pages -d -o "restore-$name.log" -v4 ||
+		{ fail "$name" "restore failed: $(first_err "$img/restore-$name.log")"; return 1; }
+	[ -z "$eng" ] && eng=$(ps -o pid= --ppid "$LAZY_PID" | head -n1 | tr -d ' ')
+	if [ -n "$eng" ] && kill -KILL "$eng"; then
+		pass "$name-engine-killed"
+	else
+		fail "$name-engine-killed" "no engine process under daemon $LAZY_PID"
+	fi
+}
+
+# after_kill NAME IMG DIR: results OK, daemon exit 0, log shows the restart.
+after_kill() {
+	local name=$1 img=$2 d=$3 log=$2/lazy-pages-$1.log line
+	check_results "$name" "$d"
+	daemon_ok "$name" "$img"
+	line=$(grep -m1 'resumed .* tasks' "$log")
+	if grep -q 'killed by signal 9; restart 1' "$log" && [ -n "$line" ]; then
+		pass "$name-resumed"
+		echo "    $name: ${line#*) }"
+	else
+		fail "$name-resumed" "no restart in $log: $(first_err "$log")"
+	fi
+}
+
+for mode in random events; do
+	d=$(scratch "lazy-sigkill-$mode")
+	LAZY_DIR=$d
+	trap lazy_cleanup EXIT
+	args=(-M events)
+	[ $mode = random ] && args=(-M random -m 1024 -n 2000)
+	pid=$(start_lazy_prog "$d" "${args[@]}") || { fail "lazy-sigkill-$mode" "program did not start"; continue; }
+	criu_dump "$pid" "$d/img" || { fail "lazy-sigkill-$mode-dump" "$(first_err "$d/img/dump.log")"; continue; }
+	wait_tree_gone "$d/img"
+	if kill_engine_after_restore "lazy-sigkill-$mode" "$d/img"; then
+		after_kill "lazy-sigkill-$mode" "$d/img" "$d"
+	fi
+	kill_memhogs "$d"
+done
+finish
