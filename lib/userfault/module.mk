@@ -64,3 +64,4 @@ userfault: $(UF_LIB) $(UF_SO) $(UF_TESTS) $(UF_EXAMPLES) $(UF_BENCH)
 -include $(UF_OBJS:.o=.d) $(UF_SAN_OBJS:.o=.d)
 ALL_TARGETS += $(UF_LIB) $(UF_SO) $(UF_EXAMPLES) $(UF_BENCH)
 TEST_BINS   += $(UF_TESTS)
+bench: bench-userfault
