@@ -182,14 +182,9 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
-static void serve(void)
+/* SIGUSR1/SIGTERM are blocked everywhere but in sigsuspend() here, so only this thread takes them. */
+static void serve(const sigset_t *unblocked)
 {
-	sigset_t block, old;
-
-	sigemptyset(&block);
-	sigaddset(&block, SIGUSR1);
-	sigaddset(&block, SIGTERM);
-	sigprocmask(SIG_BLOCK, &block, &old);
 	write_manifest();
 	while (!stop_requested) {
 		if (check_requested) {
@@ -197,7 +192,7 @@ static void serve(void)
 			check_all();
 			continue;
 		}
-		sigsuspend(&old);
+		sigsuspend(unblocked);
 	}
 }
 
@@ -206,6 +201,7 @@ int main(int argc, char **argv)
 	size_t big_mib = 64;
 	int opt, do_fork = 0, threads = 0;
 	struct sigaction sa = {0};
+	sigset_t block, unblocked;
 	uint8_t *big;
 	void *heap;
 
@@ -236,6 +232,11 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
+	/* before any thread exists, so that the idle threads inherit the block */
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &unblocked);
 
 	big = map_anon(big_mib << 20);
 	add_region(big, big_mib << 20, 1, K_PATTERN, "big");
@@ -270,6 +271,6 @@ int main(int argc, char **argv)
 			regions[nr_regions++] = (struct region){big + half, half, 1, K_PATTERN, "big-upper"};
 		}
 	}
-	serve();
+	serve(&unblocked);
 	return 0;
 }
