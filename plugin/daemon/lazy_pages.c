@@ -47,6 +47,9 @@ static const char usage_text[] =
     "      --stats FILE       at exit write the stats as JSON to FILE\n"
     "      --progress         draw a progress line on stderr when it is a terminal\n"
     "      --workers N        background prefetch threads (default 2, 0 = faults only)\n"
+    "      --no-supervisor    run the engine in this process; by default a small\n"
+    "                         supervisor process keeps a dup of every uffd and a journal\n"
+    "                         of uffd events, and restarts the engine if it is killed\n"
     "      --no-default-config  accepted for criu compatibility; there is no config file\n"
     "  -h, --help             this text\n"
     "\n"
@@ -72,6 +75,7 @@ static const struct option long_opts[] = {
     {"progress", no_argument, NULL, OPT_PROGRESS},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"no-default-config", no_argument, NULL, OPT_NO_DEFAULT_CONFIG},
+    {"no-supervisor", no_argument, NULL, OPT_NO_SUPERVISOR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };

@@ -2,6 +2,7 @@
 /* Engine life cycle: tasks, the epoll fault loop, completion and failure. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,20 @@ static void draw_progress(struct lr_engine *e)
 		(unsigned long long)(total >> 8), (unsigned long long)e->stats.faults);
 }
 
+/*
+ * Faults first: on 2 cores the prefetch workers would otherwise keep the fault
+ * thread waiting for a CPU.  A real-time class cannot starve anything here,
+ * the thread sleeps in epoll_wait unless a fault or event is pending.
+ */
+static void prefer_fault_thread(void)
+{
+	struct sched_param sp = {.sched_priority = 1};
+	int er = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+
+	if (er)
+		pr_debug("fault thread stays SCHED_OTHER: %s", strerror(er));
+}
+
 int lr_engine_run(struct lr_engine *e)
 {
 	struct epoll_event evs[32];
@@ -231,6 +246,7 @@ int lr_engine_run(struct lr_engine *e)
 
 	if (lr_prefetch_start(e))
 		return -1;
+	prefer_fault_thread();
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		bool stop = e->stop, done = all_done(e);

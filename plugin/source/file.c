@@ -4,10 +4,10 @@
  * get() returns a pointer into the mapping, so the kernel copies straight from
  * the page cache.  The source pages must be mapped in our page tables or
  * UFFDIO_COPY takes its slow path (kernel-notes: 0.34 vs 3.4 GB/s), so get()
- * populates what it hands out and a helper thread populates everything ahead.
+ * populates what it hands out (MADV_POPULATE_READ).  A read-ahead thread
+ * populating everything at start was tried: it only took CPU from the restore.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +20,6 @@
 #define MADV_POPULATE_READ 22
 #endif
 
-#define POPULATE_STEP (2UL << 20)
-
 struct file_task {
 	uint32_t pid;
 	const struct img_mm *mm;
@@ -32,9 +30,6 @@ struct file_source {
 	struct page_source base;
 	struct file_task *tasks; /* sorted by pid */
 	size_t nr;
-	pthread_t populator;
-	bool populator_running;
-	volatile int stop;
 };
 
 static int cmp_pid(const void *a, const void *b)
@@ -103,32 +98,10 @@ static int file_get(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_
 	return 0;
 }
 
-static void *populator(void *arg)
-{
-	struct file_source *fs = arg;
-
-	for (size_t i = 0; i < fs->nr && !fs->stop; i++) {
-		const struct img_pages *p = &fs->tasks[i].pages;
-		for (uint64_t off = 0; off < p->size && !fs->stop; off += POPULATE_STEP) {
-			uint64_t l = p->size - off < POPULATE_STEP ? p->size - off : POPULATE_STEP;
-			if (populate(p->base + off, l)) {
-				/* get() reports it with context if the page is ever needed */
-				pr_warn("pages-%u.img: offset %llu: read-ahead failed: %m", p->id,
-					(unsigned long long)off);
-				break;
-			}
-		}
-	}
-	return NULL;
-}
-
 static void file_destroy(struct page_source *s)
 {
 	struct file_source *fs = (struct file_source *)s;
 
-	fs->stop = 1;
-	if (fs->populator_running)
-		pthread_join(fs->populator, NULL);
 	for (size_t i = 0; i < fs->nr; i++)
 		img_pages_unmap(&fs->tasks[i].pages);
 	free(fs->tasks);
@@ -161,9 +134,5 @@ struct page_source *file_source_open(struct img_dir *d, const struct img_mm *mms
 		fs->nr = i + 1;
 	}
 	qsort(fs->tasks, fs->nr, sizeof(fs->tasks[0]), cmp_pid);
-	if (pthread_create(&fs->populator, NULL, populator, fs) == 0)
-		fs->populator_running = true;
-	else
-		pr_warn("can't start the page read-ahead thread; pages are read on demand");
 	return &fs->base;
 }
