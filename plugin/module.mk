@@ -1,6 +1,6 @@
 # plugin/: the fault engine, transports and front ends -> build/lazyrestore
 LR_BIN   := $(BUILD)/lazyrestore
-LR_SRCS  := $(sort $(wildcard plugin/*/*.c))
+LR_SRCS  := $(filter-out plugin/tests/%,$(sort $(wildcard plugin/*/*.c)))
 LR_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LR_SRCS))
 LR_LIBS  := $(IMG_LIB) -lprotobuf-c -lpthread
 
@@ -15,3 +15,11 @@ $(LR_BIN): $(LR_OBJS) $(IMG_LIB)
 
 -include $(LR_OBJS:.o=.d)
 ALL_TARGETS += $(LR_BIN)
+
+# Unit tests (cmocka, ASan+UBSan): the engine's pure parts.
+LR_UNIT := $(BUILD)/unit/test_ranges
+$(LR_UNIT): plugin/tests/test_ranges.c plugin/engine/ranges.c plugin/engine/stats.c plugin/log/log.c $(IMG_LIB_SAN)
+	@mkdir -p $(dir $@)
+	@echo "  CC       $<"
+	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) $(IMG_LIB_SAN) -lprotobuf-c -lcmocka
+TEST_BINS += $(LR_UNIT)
