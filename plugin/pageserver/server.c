@@ -338,7 +338,18 @@ static int parse_num(const char *opt, const char *v, long max, long *out)
 	return 0;
 }
 
-enum { OPT_ADDRESS = 256, OPT_PORT, OPT_STATUS_FD, OPT_VERBOSITY };
+enum { OPT_ADDRESS = 256, OPT_PORT, OPT_STATUS_FD, OPT_VERBOSITY, OPT_PIDFILE, OPT_COMPAT };
+
+static int write_pidfile(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f)) {
+		pr_perror("page-server: --pidfile %s", path);
+		return -1;
+	}
+	return 0;
+}
 
 int cmd_page_server(int argc, char **argv)
 {
@@ -352,7 +363,7 @@ int cmd_page_server(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *dir = ".", *address = NULL, *log = NULL;
+	const char *dir = ".", *address = NULL, *log = NULL, *pidfile = NULL;
 	long port = -1, status_fd = -1, v;
 	int c, level = LR_LOG_WARN, lsk, chosen = 0, ret = 1;
 	struct ps_server s = {.sk = -1};
@@ -393,6 +404,11 @@ int cmd_page_server(int argc, char **argv)
 			if (parse_num("--status-fd", optarg, INT_MAX, &status_fd))
 				return 2;
 			break;
+		case OPT_PIDFILE:
+			pidfile = optarg;
+			break;
+		case OPT_COMPAT:
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
@@ -411,7 +427,7 @@ int cmd_page_server(int argc, char **argv)
 	lr_log_set_level(level);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (load_images(&s, dir))
+	if ((pidfile && write_pidfile(pidfile)) || load_images(&s, dir))
 		goto out;
 	lsk = listen_on(address, (int)port, &chosen);
 	if (lsk < 0)
