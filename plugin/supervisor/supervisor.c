@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,22 +104,31 @@ static void kill_tree(struct lr_sv *sv, const char *why)
 /* Wait for the engine child, taking its records meanwhile. */
 static int watch(struct lr_sv *sv, pid_t child, int *status)
 {
+	/* A pidfd turns readable the moment the child exits: no polling delay. */
+	int pfd = (int)syscall(SYS_pidfd_open, child, 0);
+
 	for (;;) {
-		struct pollfd p = {.fd = sv->sock[0], .events = POLLIN};
-		if (poll(&p, 1, 50) < 0 && errno != EINTR) {
+		struct pollfd p[2] = {{.fd = sv->sock[0], .events = POLLIN}, {.fd = pfd, .events = POLLIN}};
+		if (poll(p, pfd >= 0 ? 2 : 1, pfd >= 0 ? -1 : 50) < 0 && errno != EINTR) {
 			pr_perror("supervisor poll");
-			return -1;
+			break;
 		}
 		if (drain(sv))
-			return -1;
+			break;
 		pid_t w = waitpid(child, status, WNOHANG);
-		if (w == child)
+		if (w == child) {
+			if (pfd >= 0)
+				close(pfd);
 			return drain(sv);
+		}
 		if (w < 0 && errno != EINTR) {
 			pr_perror("supervisor waitpid");
-			return -1;
+			break;
 		}
 	}
+	if (pfd >= 0)
+		close(pfd);
+	return -1;
 }
 
 int lr_supervise(struct lr_sv *sv, int (*engine)(void *arg, struct lr_sv *sv, bool resume), void *arg, int handoff_fd)
