@@ -108,6 +108,8 @@ int lr_apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd_msg
 
 static void adapt_window(struct lr_task *t, uint64_t addr)
 {
+	if (!t->next_fault) /* first fault: start with the initial window */
+		return;
 	if (addr == t->next_fault) {
 		if (t->window < FAULT_AROUND_MAX)
 			t->window *= 2;
@@ -287,7 +289,9 @@ int lr_drain_uffd(struct lr_engine *e, struct lr_task *t)
 				pthread_mutex_unlock(&e->lock);
 				return 0;
 			}
-			if (r == INSTALL_AGAIN && nd < MAX_DEFERRED) {
+			if (r == INSTALL_AGAIN && nd == MAX_DEFERRED) /* it faults again after this */
+				lr_wake(t, msgs[i].arg.pagefault.address & ~(PAGE - 1), PAGE);
+			else if (r == INSTALL_AGAIN) {
 				deferred_t0[nd] = t0;
 				deferred[nd++] = msgs[i].arg.pagefault.address;
 			}
