@@ -99,11 +99,11 @@ static int on_task(void *arg, uint32_t vpid, pid_t real_pid, int uffd)
 	struct session *s = arg;
 	const struct img_mm *mm = find_mm(s->d, vpid);
 
-	if (!mm || lr_engine_add_task(s->e, vpid, real_pid, uffd, mm)) {
+	if (!mm) {
 		close(uffd);
 		return -1;
 	}
-	return 0;
+	return lr_engine_add_task(s->e, vpid, real_pid, uffd, mm);
 }
 
 static void on_finished(void *arg)

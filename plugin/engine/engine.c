@@ -127,10 +127,13 @@ int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int u
 
 	pthread_mutex_lock(&e->lock);
 	struct lr_task *t = lr_task_new(e, uffd, vpid, vpid, real_pid, -1, 0);
-	if (!t)
+	if (!t) {
+		close(uffd);
 		goto out;
+	}
 	if (lr_ranges_build(&t->pending, mm, err, sizeof(err))) {
 		pr_err("%s", err);
+		lr_task_gone(e, t); /* its uffd is closed with the engine */
 		goto out;
 	}
 	e->stats.total_pages += t->pending.pages;

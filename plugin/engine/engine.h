@@ -50,6 +50,7 @@ void lr_engine_destroy(struct lr_engine *e);
 /*
  * A live task: its uffd, its images (mm must outlive the engine) and its pid
  * as seen from here (0 if unknown).  Thread-safe; may run while lr_engine_run().
+ * The engine owns uffd from here on, also when this fails.
  */
 int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int uffd, const struct img_mm *mm);
 /* The restore-finished marker came: background prefetch may start. */
