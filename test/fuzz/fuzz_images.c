@@ -297,7 +297,8 @@ static void check_ranges(const struct img_mm *mm, uint64_t seed)
 			lazy_pages += mm->pmes[i].nr_pages;
 	for (size_t i = 0; i < r.nr; i++) {
 		const struct lr_range *g = &r.v[i];
-		long v = vma_holding(mm, g->start), p;
+		/* The lookups were checked against linear scans above; here they keep this linear. */
+		long v = img_find_vma(mm, g->start), p;
 		uint64_t a = g->start;
 
 		if (g->start >= g->end || (g->start | g->end) % IMG_PAGE_SIZE || g->img != g->start ||
@@ -310,7 +311,7 @@ static void check_ranges(const struct img_mm *mm, uint64_t seed)
 				  (unsigned long long)g->start, (unsigned long long)g->end);
 		/* every page of the range is a PE_LAZY page of the pagemap */
 		while (a < g->end) {
-			p = pme_holding(mm, a);
+			p = img_find_pme(mm, a);
 			if (p < 0 || !(mm->pmes[p].flags & IMG_PE_LAZY))
 				violation("task %u: lazy range %zu holds %#llx, which is no lazy page", mm->pid, i,
 					  (unsigned long long)a);
