@@ -272,11 +272,12 @@ int lr_drain_uffd(struct lr_engine *e, struct lr_task *t)
 	int nr, nd = 0;
 
 	for (;;) {
+		/* Latency counts from before the read: waiting for copy_lock is part of it. */
+		double t0 = lr_now();
 		if (read_batch(e, t, msgs, &nr)) {
 			lr_engine_fail(e, "bad message from a uffd");
 			return -1;
 		}
-		double t0 = lr_now();
 		for (int i = 0; i < nr; i++) {
 			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
 				continue;

@@ -14,8 +14,11 @@
 #define FAULT_AROUND_START 16U
 #define FAULT_AROUND_MAX   512U /* 2 MiB */
 #define PREFETCH_CHUNK	   (2UL << 20)
-/* One UFFDIO_COPY of prefetch: the fault thread waits at most this long for it. */
-#define PREFETCH_STEP (256UL << 10)
+/*
+ * One UFFDIO_COPY of prefetch, under copy_lock: the fault thread waits for at
+ * most one of them (measured: 256 KiB made random faults wait ~200 us).
+ */
+#define PREFETCH_STEP (64UL << 10)
 #define MAX_WORKERS   8
 
 struct lr_task {

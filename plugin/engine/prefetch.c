@@ -7,7 +7,9 @@
  * copy_lock so a fault never waits behind more than one piece.
  */
 #include <errno.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "plugin/engine/internal.h"
 #include "plugin/log/log.h"
@@ -86,6 +88,9 @@ static void *worker(void *arg)
 	struct lr_engine *e = w->e;
 	struct lr_claim *c = &e->claims[w->slot];
 
+	/* Background work yields the CPU to the restored program (2 cores here). */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
+		pr_debug("prefetch worker keeps its priority: %m");
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
 		while (!e->stop && !(e->finished && take_chunk(e, c)))
