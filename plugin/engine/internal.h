@@ -20,6 +20,7 @@
  */
 #define PREFETCH_STEP (64UL << 10)
 #define MAX_WORKERS   8
+#define PREFETCH_NICE 10
 
 struct lr_task {
 	int uffd;
