@@ -243,8 +243,16 @@ static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *m
 	}
 	*nr = (int)(n / sizeof(*buf));
 	if (buf != msgs) {
+		bool events = false;
 		memcpy(msgs, buf, *nr * sizeof(*buf));
-		t->jpos += *nr;
+		for (int i = 0; i < *nr; i++)
+			events |= msgs[i].event != UFFD_EVENT_PAGEFAULT;
+		/*
+		 * A batch of faults only is overwritten by the next read: a restart
+		 * needs the events, and faults left beyond the end are ignored.
+		 */
+		if (events)
+			t->jpos += *nr;
 	}
 	pthread_mutex_lock(&e->lock);
 	for (int i = 0; i < *nr && !ret; i++)

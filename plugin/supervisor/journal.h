@@ -6,7 +6,8 @@
  * SIGKILLed the next instant; a restarted engine replays the events (fork,
  * remap, remove, unmap) on ranges rebuilt from the images.  Areas start
  * zeroed and no uffd message has event 0, so the end of a journal is the
- * first zero entry, committed or not.
+ * first zero entry, committed or not.  Batches of faults alone are
+ * overwritten by the next read, so the journal grows with events only.
  */
 #ifndef LAZYRESTORE_JOURNAL_H
 #define LAZYRESTORE_JOURNAL_H
