@@ -39,3 +39,49 @@ int ps_check_request(const struct ps_iov *iov, char *err, size_t errlen)
 		 PS_IOV_GET, PS_IOV_CLOSE);
 	return -1;
 }
+
+static const struct ps_image *find_image(const struct ps_image *imgs, size_t nr, uint64_t pid)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (imgs[i].pid == pid)
+			return &imgs[i];
+	return NULL;
+}
+
+int ps_answer_get(const struct ps_image *imgs, size_t nr, const struct ps_iov *req, struct ps_iov *reply,
+		  const uint8_t **data, char *err, size_t errlen)
+{
+	const struct ps_image *im = find_image(imgs, nr, req->dst_id);
+	const struct img_pme *p;
+	uint64_t n, off;
+	long i;
+
+	if (!im) {
+		snprintf(err, errlen, "PS_IOV_GET for pid %llu, which is no live task of the dump",
+			 (unsigned long long)req->dst_id);
+		return -1;
+	}
+	i = img_find_pme(im->mm, req->vaddr);
+	if (i < 0 || !(im->mm->pmes[i].flags & IMG_PE_PRESENT)) {
+		snprintf(err, errlen, "PS_IOV_GET of pid %u page %#llx, which the dump does not hold", im->pid,
+			 (unsigned long long)req->vaddr);
+		return -1;
+	}
+	p = &im->mm->pmes[i];
+	n = p->nr_pages - ((req->vaddr - p->vaddr) >> IMG_PAGE_SHIFT);
+	if (n > req->nr_pages)
+		n = req->nr_pages;
+	if (n > PS_MAX_REPLY_PAGES)
+		n = PS_MAX_REPLY_PAGES;
+	if (img_page_offset(im->mm, req->vaddr, &off) || off > im->pages_size ||
+	    (n << IMG_PAGE_SHIFT) > im->pages_size - off) {
+		snprintf(err, errlen, "pid %u page %#llx: pages-%u.img is shorter than its pagemap", im->pid,
+			 (unsigned long long)req->vaddr, im->mm->pages_id);
+		return -1;
+	}
+	*reply = *req;
+	reply->cmd = PS_IOV_ADD_F | (PS_PE_PRESENT << PS_FLAGS_SHIFT);
+	reply->nr_pages = (uint32_t)n;
+	*data = im->pages + off;
+	return 0;
+}

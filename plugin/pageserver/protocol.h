@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "images/image.h"
+
 struct ps_iov {
 	uint32_t cmd; /* low 16 bits: command; high 16: pagemap flags */
 	uint32_t nr_pages;
@@ -42,5 +44,21 @@ enum ps_request {
  * page count, unaligned address, pid out of range).
  */
 int ps_check_request(const struct ps_iov *iov, char *err, size_t errlen);
+
+/* What a server serves: one task's validated images and its mapped pages file. */
+struct ps_image {
+	uint32_t pid;
+	const struct img_mm *mm;
+	const uint8_t *pages;
+	uint64_t pages_size;
+};
+
+/*
+ * The answer to a checked GET: *reply (PS_IOV_ADD_F, 1..PS_MAX_REPLY_PAGES
+ * pages, never past the pagemap entry holding vaddr) and *data, its bytes in
+ * the pages file.  -1 with err if the dump does not hold the page.
+ */
+int ps_answer_get(const struct ps_image *imgs, size_t nr, const struct ps_iov *req, struct ps_iov *reply,
+		  const uint8_t **data, char *err, size_t errlen);
 
 #endif

@@ -59,6 +59,7 @@ struct ps_task {
 struct ps_server {
 	struct img_dir *dir;
 	struct ps_task *tasks;
+	struct ps_image *images; /* what ps_answer_get() serves, one per task */
 	size_t nr_tasks;
 	int sk;
 	char peer[INET6_ADDRSTRLEN + 16];
@@ -78,7 +79,8 @@ static int load_images(struct ps_server *s, const char *path)
 		goto out;
 	}
 	s->tasks = calloc(nr, sizeof(*s->tasks));
-	if (!s->tasks)
+	s->images = calloc(nr, sizeof(*s->images));
+	if (!s->tasks || !s->images)
 		goto out;
 	for (size_t i = 0; i < nr; i++) {
 		struct ps_task *t = &s->tasks[s->nr_tasks];
@@ -97,6 +99,9 @@ static int load_images(struct ps_server *s, const char *path)
 			goto out;
 		}
 	}
+	for (size_t i = 0; i < s->nr_tasks; i++)
+		s->images[i] =
+		    (struct ps_image){s->tasks[i].pid, &s->tasks[i].mm, s->tasks[i].pages.base, s->tasks[i].pages.size};
 	ret = 0;
 out:
 	img_tasks_free(tasks, nr);
@@ -110,15 +115,8 @@ static void unload_images(struct ps_server *s)
 		img_mm_free(&s->tasks[i].mm);
 	}
 	free(s->tasks);
+	free(s->images);
 	img_dir_close(s->dir);
-}
-
-static struct ps_task *find_task(struct ps_server *s, uint64_t pid)
-{
-	for (size_t i = 0; i < s->nr_tasks; i++)
-		if (s->tasks[i].pid == pid)
-			return &s->tasks[i];
-	return NULL;
 }
 
 /* 1 with len bytes read, 0 on EOF before the first byte, -1 on error or EOF inside. */
@@ -172,48 +170,26 @@ static int send_iov(struct ps_server *s, struct iovec *iov, int n)
 	return 0;
 }
 
-/* Answer a GET with at most the pages of one present pagemap entry. */
+/* Answer a GET with at most the pages of one present pagemap entry, straight from the mmap. */
 static int serve_get(struct ps_server *s, const struct ps_iov *req, uint64_t req_off)
 {
-	struct ps_task *t = find_task(s, req->dst_id);
-	struct ps_iov reply = *req;
-	const struct img_pme *p;
-	uint64_t nr, off;
-	long i;
+	const uint8_t *data;
+	struct ps_iov reply;
+	char why[200];
 
-	if (!t) {
-		pr_err("peer %s: offset %llu: PS_IOV_GET for pid %llu, which is no live task of the dump\n", s->peer,
-		       (unsigned long long)req_off, (unsigned long long)req->dst_id);
+	if (ps_answer_get(s->images, s->nr_tasks, req, &reply, &data, why, sizeof(why))) {
+		pr_err("peer %s: offset %llu: %s\n", s->peer, (unsigned long long)req_off, why);
 		return -1;
 	}
-	i = img_find_pme(&t->mm, req->vaddr);
-	if (i < 0 || !(t->mm.pmes[i].flags & IMG_PE_PRESENT)) {
-		pr_err("peer %s: offset %llu: PS_IOV_GET of pid %u page %#llx, which the dump does not hold\n", s->peer,
-		       (unsigned long long)req_off, t->pid, (unsigned long long)req->vaddr);
-		return -1;
-	}
-	p = &t->mm.pmes[i];
-	nr = p->nr_pages - ((req->vaddr - p->vaddr) >> IMG_PAGE_SHIFT);
-	if (nr > req->nr_pages)
-		nr = req->nr_pages;
-	if (nr > PS_MAX_REPLY_PAGES)
-		nr = PS_MAX_REPLY_PAGES;
-	if (img_page_offset(&t->mm, req->vaddr, &off) || off + (nr << IMG_PAGE_SHIFT) > t->pages.size) {
-		pr_err("peer %s: pid %u page %#llx: pages-%u.img is shorter than its pagemap\n", s->peer, t->pid,
-		       (unsigned long long)req->vaddr, t->mm.pages_id);
-		return -1;
-	}
-	reply.cmd = PS_IOV_ADD_F | (PS_PE_PRESENT << PS_FLAGS_SHIFT);
-	reply.nr_pages = (uint32_t)nr;
 	struct iovec iov[2] = {
 	    {.iov_base = &reply, .iov_len = sizeof(reply)},
-	    {.iov_base = (void *)(t->pages.base + off), .iov_len = nr << IMG_PAGE_SHIFT},
+	    {.iov_base = (void *)data, .iov_len = (size_t)reply.nr_pages << IMG_PAGE_SHIFT},
 	};
-	pr_debug("peer %s: GET pid %u %#llx %u pages -> %llu\n", s->peer, t->pid, (unsigned long long)req->vaddr,
-		 req->nr_pages, (unsigned long long)nr);
+	pr_debug("peer %s: GET pid %llu %#llx %u pages -> %u\n", s->peer, (unsigned long long)req->dst_id,
+		 (unsigned long long)req->vaddr, req->nr_pages, reply.nr_pages);
 	if (send_iov(s, iov, 2))
 		return -1;
-	s->pages_sent += nr;
+	s->pages_sent += reply.nr_pages;
 	return 0;
 }
 
