@@ -39,6 +39,25 @@ after_kill() {
 	fi
 }
 
+# For comparison only (no verdict): the same kill of stock criu lazy-pages.
+stock_contrast() {
+	local d=$1 res
+	wait_tree_gone "$d/img"
+	start_lazy stock-killed "$CRIU" "$d/img" || return
+	"$CRIU" restore -D "$d/img" --lazy-pages -d -o restore-stock-killed.log -v4 || return
+	kill -KILL "$LAZY_PID"
+	wait "$LAZY_PID" 2>/dev/null
+	LAZY_PID=
+	sleep 2
+	res=$(cat "$d"/result.* 2>/dev/null)
+	local p state=gone
+	p=$(memhog_pids "$d" | head -n1)
+	kill -0 "$p" 2>/dev/null && state="still running"
+	echo "    stock criu lazy-pages SIGKILLed the same way: ${res:-no result}; task $p $state"
+	rm -f "$d"/result.*
+	kill_memhogs "$d"
+}
+
 for mode in random events; do
 	d=$(scratch "lazy-sigkill-$mode")
 	LAZY_DIR=$d
@@ -52,5 +71,6 @@ for mode in random events; do
 		after_kill "lazy-sigkill-$mode" "$d/img" "$d"
 	fi
 	kill_memhogs "$d"
+	[ $mode = random ] && stock_contrast "$d"
 done
 finish
