@@ -1,7 +1,7 @@
 # bench/restore/: lazy restore, ours against stock `criu lazy-pages`, same run.
 BENCH_TOUCH := $(BUILD)/bench/touch
 
-$(BENCH_TOUCH): bench/restore/touch.c test/progs/pattern.h
+$(BENCH_TOUCH): bench/restore/touch.c test/progs/pattern.h test/progs/progs.h
 	@mkdir -p $(dir $@)
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -o $@ $<

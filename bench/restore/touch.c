@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "test/progs/pattern.h"
+#include "test/progs/progs.h"
 
 #define PAGE	    4096UL
 #define MAX_TOUCHES 100000
@@ -41,17 +42,6 @@ static uint64_t xorshift(uint64_t *s)
 	*s ^= *s >> 7;
 	*s ^= *s << 17;
 	return *s;
-}
-
-static void write_marker(const char *dir, const char *name)
-{
-	char path[512];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s.%d", dir, name, getpid());
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || close(fd))
-		exit(1);
 }
 
 static void write_result(const char *dir, const char *status, const uint64_t *lat, const unsigned char *missing, int n)
@@ -114,7 +104,7 @@ int main(int argc, char **argv)
 		sigemptyset(&set);
 		sigaddset(&set, SIGUSR1);
 		sigprocmask(SIG_BLOCK, &set, NULL);
-		write_marker(dir, "ready");
+		prog_write_file(dir, "ready", "");
 		if (sigwait(&set, &sig))
 			return 1;
 	}

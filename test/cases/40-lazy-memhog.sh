@@ -3,7 +3,7 @@
 # Lazy restore of memhog (several VMAs with known bytes, a fork child, two
 # threads) served by stock `criu lazy-pages` and by ours; every process checks
 # every word, and each daemon must exit 0 once all memory is in.
-. "$(dirname "$0")/49-lazy-lib.sh"
+. "$(dirname "$0")/../lib/lazy.sh"
 
 d=$(scratch lazy-memhog)
 LAZY_DIR=$d

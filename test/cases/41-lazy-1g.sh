@@ -3,7 +3,7 @@
 # One process with 1 GiB of distinct data (plus memhog's other VMAs), restored
 # lazily by stock criu lazy-pages and by ours; every word is checked.  Ours
 # must have installed every lazy page it was given (stats).
-. "$(dirname "$0")/49-lazy-lib.sh"
+. "$(dirname "$0")/../lib/lazy.sh"
 
 d=$(scratch lazy-1g)
 LAZY_DIR=$d

@@ -6,7 +6,7 @@
 # every word (removed pages must read zero, moved ones their old bytes).
 # Served by stock criu lazy-pages and by ours; ours must also have seen each
 # kind of event.
-. "$(dirname "$0")/49-lazy-lib.sh"
+. "$(dirname "$0")/../lib/lazy.sh"
 
 d=$(scratch lazy-events)
 LAZY_DIR=$d
@@ -14,7 +14,7 @@ trap lazy_cleanup EXIT
 
 pid=$(start_lazy_prog "$d" -M events) || { fail lazy-events "lazy-events did not start"; finish; }
 criu_dump "$pid" "$d/img" || { fail lazy-events-dump "$(first_err "$d/img/dump.log")"; finish; }
-both_daemons lazy-events "$d/img" "$d" check_results
+both_daemons lazy-events "$d/img" "$d" collect_results
 stats=$d/img/stats-lazy-events-ours.json
 for ev in forks remaps removes unmaps; do
 	n=$(sed -n "s/.*\"$ev\": \([0-9]*\).*/\1/p" "$stats")

@@ -3,7 +3,7 @@
 # A 3-process tree, each process with three threads that start checking their
 # third of its memory concurrently the moment they are restored (concurrent
 # faults from several threads and tasks).  Stock criu lazy-pages, then ours.
-. "$(dirname "$0")/49-lazy-lib.sh"
+. "$(dirname "$0")/../lib/lazy.sh"
 
 d=$(scratch lazy-tree)
 LAZY_DIR=$d
@@ -11,5 +11,5 @@ trap lazy_cleanup EXIT
 
 pid=$(start_lazy_prog "$d" -M tree -m 96) || { fail lazy-tree "lazy-events -M tree did not start"; finish; }
 criu_dump "$pid" "$d/img" || { fail lazy-tree-dump "$(first_err "$d/img/dump.log")"; finish; }
-both_daemons lazy-tree "$d/img" "$d" check_results
+both_daemons lazy-tree "$d/img" "$d" collect_results
 finish

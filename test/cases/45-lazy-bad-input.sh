@@ -4,7 +4,7 @@
 # away during the restore, and a hostile peer on lazy-pages.socket.  Each must
 # give one clear error naming the file (or peer), the offset and the problem,
 # and no restored program may go on running (so none can see wrong bytes).
-. "$(dirname "$0")/49-lazy-lib.sh"
+. "$(dirname "$0")/../lib/lazy.sh"
 PY=/usr/bin/python3
 
 d=$(scratch lazy-bad)

@@ -7,7 +7,7 @@
 # touches, and the events program (fork, mremap, munmap, DONTNEED) whose
 # events land around the kill.  (Stock criu lazy-pages has no answer to
 # this: its unserved pages then read as zero, see kernel-notes.)
-. "$(dirname "$0")/49-lazy-lib.sh"
+. "$(dirname "$0")/../lib/lazy.sh"
 
 # kill_engine_after_restore NAME IMG: restore, then SIGKILL the engine child.
 kill_engine_after_restore() {
@@ -28,7 +28,7 @@ kill_engine_after_restore() {
 # after_kill NAME IMG DIR: results OK, daemon exit 0, log shows the restart.
 after_kill() {
 	local name=$1 img=$2 d=$3 log=$2/lazy-pages-$1.log line
-	check_results "$name" "$d"
+	collect_results "$name" "$d"
 	daemon_ok "$name" "$img"
 	line=$(grep -m1 'resumed .* tasks' "$log")
 	if grep -q 'killed by signal 9; restart 1' "$log" && [ -n "$line" ]; then

@@ -42,13 +42,11 @@ memhog_pids() {
 	for f in "$1"/ready.*; do [ -e "$f" ] && echo "${f##*.}"; done
 }
 
-# check_memhog NAME DIR : SIGUSR1 each memhog of DIR and expect "OK" from each
-check_memhog() {
+# collect_results NAME DIR: each process that wrote DIR/ready.PID writes
+# DIR/result.PID (memhog on SIGUSR1, lazy-events by itself once restored);
+# each must say OK.
+collect_results() {
 	local name=$1 d=$2 pid ok=1 res
-	for pid in $(memhog_pids "$d"); do
-		rm -f "$d/result.$pid"
-		kill -USR1 "$pid" 2>/dev/null || { fail "$name" "task $pid is not running"; ok=0; continue; }
-	done
 	for pid in $(memhog_pids "$d"); do
 		if ! wait_for_file "$d/result.$pid" 120; then
 			fail "$name" "task $pid wrote no result"
@@ -57,12 +55,23 @@ check_memhog() {
 		fi
 		res=$(cat "$d/result.$pid")
 		case $res in
-		OK*) ;;
+		OK*) echo "    $name: task $pid: $res" ;;
 		*) fail "$name" "task $pid: $res"; ok=0 ;;
 		esac
 	done
+	rm -f "$d"/result.*
 	[ $ok = 1 ] && pass "$name"
 	[ $ok = 1 ]
+}
+
+# check_memhog NAME DIR: SIGUSR1 each memhog of DIR and expect "OK" from each
+check_memhog() {
+	local pid
+	rm -f "$2"/result.*
+	for pid in $(memhog_pids "$2"); do
+		kill -USR1 "$pid" 2>/dev/null || { fail "$1" "task $pid is not running"; return 1; }
+	done
+	collect_results "$@"
 }
 
 kill_memhogs() {

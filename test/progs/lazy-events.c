@@ -33,18 +33,13 @@
 #include <unistd.h>
 
 #include "test/progs/pattern.h"
+#include "test/progs/progs.h"
 
 #define PAGE   4096UL
 #define MIB    (1UL << 20)
 #define GAP_NS 400000000LL
 
 static const char *dir;
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(1);
-}
 
 static int64_t wall_ns(void)
 {
@@ -60,25 +55,11 @@ static int64_t now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void write_file(const char *name, const char *text)
-{
-	char path[512], tmp[520];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s.%d", dir, name, getpid());
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) || close(fd))
-		die(tmp);
-	if (rename(tmp, path))
-		die(path);
-}
-
 static uint8_t *map_anon(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
-		die("mmap");
+		prog_die("mmap");
 	return p;
 }
 
@@ -114,7 +95,7 @@ static size_t not_resident(const uint8_t *p, size_t len)
 	unsigned char *v = malloc(n);
 
 	if (!v || mincore((void *)p, len, v))
-		die("mincore");
+		prog_die("mincore");
 	for (size_t i = 0; i < n; i++)
 		missing += !(v[i] & 1);
 	free(v);
@@ -150,18 +131,18 @@ static void events_child(const struct ev_regions *r, int wfd)
 
 	/* Our own events: DONTNEED the first 8 MiB of a, move b. */
 	if (madvise(r->a, 8 * MIB, MADV_DONTNEED))
-		die("child madvise");
+		prog_die("child madvise");
 	uint8_t *nb = mremap(r->b, r->lb, r->lb, MREMAP_MAYMOVE | MREMAP_FIXED,
 			     map_anon(r->lb)); /* a fresh spot, replaced by the move */
 	if (nb == MAP_FAILED)
-		die("child mremap");
+		prog_die("child mremap");
 	bad = check("child-a-removed", r->a, 8 * MIB, 0, 0, msg, sizeof(msg)) ||
 	      check("child-a", r->a + 8 * MIB, r->la - 8 * MIB, (uintptr_t)r->a + 8 * MIB, 11, msg, sizeof(msg)) ||
 	      check("child-b-moved", nb, r->lb, b_orig, 12, msg, sizeof(msg)) ||
 	      check("child-c", r->c, r->lc, (uintptr_t)r->c, 13, msg, sizeof(msg)) ||
 	      check("child-d", r->d, r->ld, (uintptr_t)r->d, 14, msg, sizeof(msg));
 	if (write(wfd, msg, strlen(msg) + 1) < 0)
-		die("child write");
+		prog_die("child write");
 	_exit(bad);
 }
 
@@ -180,15 +161,15 @@ static void run_events(void)
 	fill(r.c, r.lc, 13);
 	fill(r.d, r.ld, 14);
 	if (pipe(pfd))
-		die("pipe");
-	write_file("ready", "ready\n");
+		prog_die("pipe");
+	prog_write_file(dir, "ready", "ready\n");
 	wait_restored();
 
 	size_t lazy =
 	    not_resident(r.a, r.la) + not_resident(r.b, r.lb) + not_resident(r.c, r.lc) + not_resident(r.d, r.ld);
 	pid_t child = fork();
 	if (child < 0)
-		die("fork");
+		prog_die("fork");
 	if (child == 0)
 		events_child(&r, pfd[1]);
 
@@ -196,15 +177,15 @@ static void run_events(void)
 	uintptr_t b_orig = (uintptr_t)r.b;
 	uint8_t *nb = mremap(r.b, r.lb, r.lb, MREMAP_MAYMOVE | MREMAP_FIXED, map_anon(r.lb));
 	if (nb == MAP_FAILED)
-		die("mremap");
+		prog_die("mremap");
 	if (munmap(r.c, r.lc / 2))
-		die("munmap");
+		prog_die("munmap");
 	if (mmap(r.c, r.lc / 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
-		die("mmap fixed");
+		prog_die("mmap fixed");
 	/* DONTNEED every other MiB of d, then write a new pattern on one page of each. */
 	for (size_t off = MIB; off < r.ld; off += 2 * MIB) {
 		if (madvise(r.d + off, MIB, MADV_DONTNEED))
-			die("madvise");
+			prog_die("madvise");
 		fill(r.d + off, PAGE, 99);
 	}
 	bad = check("a", r.a, r.la, (uintptr_t)r.a, 11, msg, sizeof(msg)) ||
@@ -228,7 +209,7 @@ static void run_events(void)
 			 (r.la + r.lb + r.lc + r.ld) / PAGE, lazy);
 	else
 		snprintf(res, sizeof(res), "BAD parent: %s; child: %s\n", msg[0] ? msg : "OK", cmsg);
-	write_file("result", res);
+	prog_write_file(dir, "result", res);
 }
 
 /* ---- random ---- */
@@ -247,9 +228,9 @@ static void run_random(size_t mib, size_t touches)
 	char msg[256] = "", res[512];
 
 	if (!lat)
-		die("calloc");
+		prog_die("calloc");
 	fill(p, len, 21);
-	write_file("ready", "ready\n");
+	prog_write_file(dir, "ready", "ready\n");
 	wait_restored();
 	size_t lazy = not_resident(p, len);
 	for (size_t i = 0; i < touches; i++) {
@@ -261,7 +242,7 @@ static void run_random(size_t mib, size_t touches)
 		lat[i] = (uint64_t)(now_ns() - t0);
 		if (got != pattern_word((uintptr_t)a, 21)) {
 			snprintf(res, sizeof(res), "BAD random touch %p got %016llx\n", a, (unsigned long long)got);
-			write_file("result", res);
+			prog_write_file(dir, "result", res);
 			return;
 		}
 	}
@@ -269,17 +250,17 @@ static void run_random(size_t mib, size_t touches)
 	size_t cap = touches * 16 + 1, n = 0;
 	char *text = malloc(cap);
 	if (!text)
-		die("malloc");
+		prog_die("malloc");
 	for (size_t i = 0; i < touches; i++)
 		n += snprintf(text + n, cap - n, "%.1f\n", lat[i] / 1000.0);
-	write_file("lat", text);
+	prog_write_file(dir, "lat", text);
 	qsort(lat, touches, sizeof(*lat), cmp_u64);
 	if (check("random-region", p, len, (uintptr_t)p, 21, msg, sizeof(msg)))
 		snprintf(res, sizeof(res), "%s\n", msg);
 	else
 		snprintf(res, sizeof(res), "OK %zu pages, %zu not resident at start, touch p50 %.1f us\n", pages, lazy,
 			 touches ? lat[touches / 2] / 1000.0 : 0);
-	write_file("result", res);
+	prog_write_file(dir, "result", res);
 }
 
 /* ---- tree ---- */
@@ -314,19 +295,19 @@ static void tree_process(int idx, size_t mib)
 		s[i] = (struct slice){.p = p + i * third, .len = i == 2 ? len - 2 * third : third, .seed = 30 + idx};
 	for (int i = 0; i < 2; i++)
 		if (pthread_create(&th[i], NULL, check_slice, &s[i]))
-			die("pthread_create");
-	write_file("ready", "ready\n");
+			prog_die("pthread_create");
+	prog_write_file(dir, "ready", "ready\n");
 	check_slice(&s[2]);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
 	for (int i = 0; i < 3; i++)
 		if (s[i].bad) {
 			snprintf(res, sizeof(res), "%s (thread %d)\n", s[i].msg, i);
-			write_file("result", res);
+			prog_write_file(dir, "result", res);
 			return;
 		}
 	snprintf(res, sizeof(res), "OK %zu pages, 3 threads\n", len / PAGE);
-	write_file("result", res);
+	prog_write_file(dir, "result", res);
 }
 
 static void run_tree(size_t mib)
@@ -334,7 +315,7 @@ static void run_tree(size_t mib)
 	for (int i = 1; i <= 2; i++) {
 		pid_t c = fork();
 		if (c < 0)
-			die("fork");
+			prog_die("fork");
 		if (c == 0) {
 			tree_process(i, mib);
 			pause(); /* keep the tree shape until killed */

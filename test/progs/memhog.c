@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "test/progs/pattern.h"
+#include "test/progs/progs.h"
 
 #define PAGE 4096UL
 
@@ -47,12 +48,6 @@ static struct region regions[8];
 static int nr_regions;
 static const char *dir;
 static volatile sig_atomic_t check_requested, stop_requested;
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(1);
-}
 
 static void fill_pattern(uint8_t *p, size_t len, uint64_t seed)
 {
@@ -81,7 +76,7 @@ static uint8_t *map_anon(size_t len)
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
-		die("mmap");
+		prog_die("mmap");
 	return p;
 }
 
@@ -97,20 +92,6 @@ static void add_region(uint8_t *start, size_t len, uint64_t seed, enum kind kind
 	fill_region(r);
 }
 
-static void write_file(const char *name, const char *text)
-{
-	char path[512], tmp[520];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s.%d", dir, name, getpid());
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) || close(fd))
-		die(tmp);
-	if (rename(tmp, path))
-		die(path);
-}
-
 static void write_manifest(void)
 {
 	char buf[4096];
@@ -122,8 +103,8 @@ static void write_manifest(void)
 			      regions[i].kind == K_PATTERN ? "pattern"
 			      : regions[i].kind == K_HOLES ? "holes"
 							   : "zero");
-	write_file("manifest", buf);
-	write_file("ready", "ready\n");
+	prog_write_file(dir, "manifest", buf);
+	prog_write_file(dir, "ready", "ready\n");
 }
 
 /* Offset of the first wrong word in r, or -1; want and got describe it. */
@@ -156,13 +137,13 @@ static void check_all(void)
 		if (off >= 0) {
 			snprintf(buf, sizeof(buf), "BAD %s %p want %016lx got %016lx\n", regions[i].name,
 				 regions[i].start + off, (unsigned long)want, (unsigned long)got);
-			write_file("result", buf);
+			prog_write_file(dir, "result", buf);
 			return;
 		}
 		pages += regions[i].len / PAGE;
 	}
 	snprintf(buf, sizeof(buf), "OK %zu\n", pages);
-	write_file("result", buf);
+	prog_write_file(dir, "result", buf);
 }
 
 static void on_usr1(int sig)
@@ -243,24 +224,24 @@ int main(int argc, char **argv)
 	add_region(map_anon(4 << 20), 4 << 20, 2, K_HOLES, "holes");
 	add_region(map_anon(1 << 20), 1 << 20, 3, K_PATTERN, "ro");
 	if (mprotect(regions[nr_regions - 1].start, 1 << 20, PROT_READ))
-		die("mprotect");
+		prog_die("mprotect");
 	add_region(map_anon(1 << 20), 1 << 20, 0, K_ZERO, "zeros");
 	/* page-aligned so that every region is made of whole pages */
 	if (posix_memalign(&heap, PAGE, 256 << 10))
-		die("posix_memalign");
+		prog_die("posix_memalign");
 	add_region(heap, 256 << 10, 5, K_PATTERN, "heap");
 
 	for (int i = 0; i < threads; i++) {
 		pthread_t t;
 
 		if (pthread_create(&t, NULL, idle_thread, NULL))
-			die("pthread_create");
+			prog_die("pthread_create");
 	}
 	if (do_fork) {
 		pid_t pid = fork();
 
 		if (pid < 0)
-			die("fork");
+			prog_die("fork");
 		if (pid == 0) {
 			/* The child's copy of the first half of big differs from the parent's. */
 			size_t half = (big_mib << 20) / 2;

@@ -1,8 +1,8 @@
 #!/bin/bash
-# Helpers for the lazy-restore cases 40-48 (sourced, not run: not executable).
+# Helpers for the lazy-restore cases test/cases/4*.sh (sourced, not run).
 # Each case restores one dump twice in the same run, served first by stock
 # `criu lazy-pages`, then by ours, and both must verify.
-. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 LAZY_PID=
 
@@ -109,25 +109,4 @@ start_lazy_prog() {
 	while [ "$(ls "$d"/ready.* 2>/dev/null | wc -l)" -lt $nready ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
 	[ $n -gt 0 ] || { echo "lazy-events $pid did not get ready" >&2; return 1; }
 	echo "$pid"
-}
-
-# check_results NAME DIR: each process that wrote ready.PID writes result.PID
-# by itself once restored; each must say OK.
-check_results() {
-	local name=$1 d=$2 pid ok=1 res
-	for pid in $(memhog_pids "$d"); do
-		if ! wait_for_file "$d/result.$pid" 120; then
-			fail "$name" "task $pid wrote no result"
-			ok=0
-			continue
-		fi
-		res=$(cat "$d/result.$pid")
-		case $res in
-		OK*) echo "    $name: task $pid: $res" ;;
-		*) fail "$name" "task $pid: $res"; ok=0 ;;
-		esac
-	done
-	rm -f "$d"/result.*
-	[ $ok = 1 ] && pass "$name"
-	[ $ok = 1 ]
 }
