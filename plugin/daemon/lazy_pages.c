@@ -41,7 +41,7 @@ static const char usage_text[] =
     "  -W, --work-dir DIR     where lazy-pages.socket and a relative log file go\n"
     "                         (default: the images dir); criu restore must use the same\n"
     "  -o, --log-file FILE    log here ('-' = stdout; default stderr); relative to WORKDIR\n"
-    "  -v, -vv ...            more verbose (each -v adds one level)\n"
+    "  -v[v...], -vN          more verbose (each v adds a level), or level N\n"
     "      --verbosity[=N]    log level: 1 errors, 2 +warnings (default), 3 +info, 4 +debug\n"
     "      --status-fd FD     write one 0x00 byte to FD once listening, then close it\n"
     "      --stats FILE       at exit write the stats as JSON to FILE\n"
@@ -96,7 +96,7 @@ static int parse_uint(const char *opt, const char *s, long max, long *out)
 
 static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 {
-	int c, verbose = 0;
+	int c;
 	long v;
 
 	memset(o, 0, sizeof(*o));
@@ -105,7 +105,7 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 	o->level = LR_LOG_WARN;
 	o->workers = 2;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "D:W:o:vh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "D:W:o:v::h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'D':
 			o->images_dir = optarg;
@@ -117,15 +117,9 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 			o->log_file = optarg;
 			break;
 		case 'v':
-			verbose++;
-			break;
 		case OPT_VERBOSITY:
-			if (!optarg)
-				verbose++;
-			else if (parse_uint("--verbosity", optarg, 10, &v))
+			if (lr_log_verbosity_opt(optarg, &o->level))
 				return -1;
-			else
-				o->level = (int)v;
 			break;
 		case OPT_STATUS_FD:
 			if (parse_uint("--status-fd", optarg, INT_MAX, &v))
@@ -160,7 +154,6 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 		fprintf(stderr, "lazyrestore lazy-pages: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	o->level += verbose;
 	return 0;
 }
 

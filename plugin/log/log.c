@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,4 +90,26 @@ void lr_log_msg(int level, const char *file, int line, const char *fmt, ...)
 		/* nowhere left to report it */
 	}
 	errno = saved;
+}
+
+int lr_log_verbosity_opt(const char *arg, int *level)
+{
+	char *end;
+	long v;
+
+	if (!arg || !*arg) {
+		(*level)++;
+		return 0;
+	}
+	if (arg[strspn(arg, "v")] == '\0') { /* -vvv: getopt gave us the "vv" after the first */
+		*level += 1 + (int)strlen(arg);
+		return 0;
+	}
+	v = strtol(arg, &end, 10);
+	if (*end || v < 0 || v > 10) {
+		fprintf(stderr, "lazyrestore: bad verbosity '%s' (0..10)\n", arg);
+		return -1;
+	}
+	*level = (int)v;
+	return 0;
 }

@@ -18,6 +18,11 @@ int lr_log_open(const char *path);
 void lr_log_set_level(int level);
 int lr_log_level(void);
 void lr_log_close(void);
+/*
+ * criu's verbosity options: "-v" (arg NULL) and "-vv..." add levels, "-vN"
+ * and "--verbosity=N" set level N.  Returns -1 (after saying why) on a bad value.
+ */
+int lr_log_verbosity_opt(const char *arg, int *level);
 void lr_log_msg(int level, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #define pr_err(fmt, ...)    lr_log_msg(LR_LOG_ERROR, __FILE__, __LINE__, fmt, ##__VA_ARGS__)

@@ -340,7 +340,7 @@ int cmd_page_server(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *dir = ".", *address = NULL, *log = NULL, *pidfile = NULL;
-	long port = -1, status_fd = -1, v;
+	long port = -1, status_fd = -1;
 	int c, level = LR_LOG_WARN, lsk, chosen = 0, ret = 1;
 	struct ps_server s = {.sk = -1};
 
@@ -361,20 +361,9 @@ int cmd_page_server(int argc, char **argv)
 			log = optarg;
 			break;
 		case 'v':
-			if (!optarg || optarg[strspn(optarg, "v")] == 0)
-				level += 1 + (optarg ? (int)strlen(optarg) : 0);
-			else if (parse_num("-v", optarg, 10, &v))
-				return 2;
-			else
-				level = (int)v;
-			break;
 		case OPT_VERBOSITY:
-			if (!optarg)
-				level++;
-			else if (parse_num("--verbosity", optarg, 10, &v))
+			if (lr_log_verbosity_opt(optarg, &level))
 				return 2;
-			else
-				level = (int)v;
 			break;
 		case OPT_STATUS_FD:
 			if (parse_num("--status-fd", optarg, INT_MAX, &status_fd))
