@@ -11,7 +11,7 @@ spid=
 trap 'kill_memhogs "$d"; [ -n "$spid" ] && kill "$spid" 2>/dev/null' EXIT
 pid=$(start_memhog "$d" -m 64) && criu_dump "$pid" "$d/img" || { fail uf-remote-setup "cannot dump memhog"; finish; }
 # memhog's manifest: the first region is "big", every page written with its seed
-read -r start len seed kind <"$d/manifest.$pid"
+read -r start len seed _ <"$d/manifest.$pid"
 
 serve() { # NAME: our page server on a free loopback port, sets $port
 	rm -f "$d/st" && mkfifo "$d/st"

@@ -17,7 +17,7 @@ pages=$(ls "$d/img"/pages-*.img | head -n1)
 
 # fresh_copy NAME: a private copy of the dump to damage
 fresh_copy() {
-	rm -rf "$d/$1" && cp -a "$d/img" "$d/$1" && echo "$d/$1"
+	rm -rf "${d:?}/${1:?}" && cp -a "$d/img" "$d/$1" && echo "$d/$1"
 }
 
 # expect_refused NAME IMG REGEX: the daemon must exit non-zero at once with an
