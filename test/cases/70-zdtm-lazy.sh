@@ -1,0 +1,30 @@
+#!/bin/bash
+# timeout: 900
+# CRIU's own lazy-pages CI set (zdtm: maps0*, uffd-events, lazy-thp, futex,
+# fork*), run with stock `criu lazy-pages` and with `lazyrestore lazy-pages`
+# in the same run.  Ours must pass wherever stock passes; a test that fails
+# with both is reported as skipped with stock's reason.
+. "$(dirname "$0")/../lib/common.sh"
+
+logs=$BUILD/test-work/zdtm-lazy
+rm -rf "$logs" && mkdir -p "$logs"
+for daemon in stock ours; do
+	"$TOP/zdtm/run" --lazy --lazy-daemon $daemon --lazy-ci -p 2 --keep-going --timeout 120 \
+		--log-dir "$logs/$daemon" >"$logs/$daemon.out" 2>&1
+	tail -n1 "$logs/$daemon.out" | sed 's/^/    /'
+	[ -f "$logs/$daemon/results.tsv" ] || { fail "zdtm-lazy-$daemon" "no results: $(tail -n2 "$logs/$daemon.out")"; finish; }
+done
+
+# results.tsv: STATUS<TAB>TEST<TAB>WHY
+declare -A stock
+while IFS=$'\t' read -r st test why; do stock[$test]="$st	$why"; done <"$logs/stock/results.tsv"
+while IFS=$'\t' read -r st test why; do
+	s=${stock[$test]:-MISSING	not run with stock}
+	case "$st/${s%%	*}" in
+	PASS/*) pass "zdtm-lazy-ours:$test" ;;
+	SKIP/*) skip "zdtm-lazy-ours:$test" "$why" ;;
+	*/PASS) fail "zdtm-lazy-ours:$test" "fails with ours but passes with stock: $why" ;;
+	*) skip "zdtm-lazy-ours:$test" "fails with stock criu lazy-pages too (stock: ${s#*	}; ours: $why)" ;;
+	esac
+done <"$logs/ours/results.tsv"
+finish
