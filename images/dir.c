@@ -59,25 +59,14 @@ int img_read_inventory(struct img_dir *d, struct img_inventory *inv, struct img_
 {
 	InventoryEntry *ie = NULL;
 	struct img_file f;
-	const uint8_t *rec;
-	size_t len, off;
-	int ret = -1, r;
+	size_t off;
+	int ret = -1;
 
 	memset(inv, 0, sizeof(*inv));
 	if (img_file_open(d, "inventory.img", IMG_INVENTORY_MAGIC, &f, NULL, err))
 		return -1;
-	r = img_file_next(&f, &rec, &len, &off, err);
-	if (r < 0)
+	if (img_file_next_msg(&f, &inventory_entry__descriptor, true, (void **)&ie, &off, err) < 0)
 		goto out;
-	if (r == 0) {
-		img_fail(err, f.name, f.pos, "no inventory record");
-		goto out;
-	}
-	ie = inventory_entry__unpack(NULL, len, rec);
-	if (!ie) {
-		img_fail(err, f.name, off, "malformed inventory_entry record (%zu bytes)", len);
-		goto out;
-	}
 	if (ie->img_version != 1 && ie->img_version != 2) {
 		img_fail(err, f.name, off, "unsupported img_version %u (CRIU writes 1 or 2)", ie->img_version);
 		goto out;

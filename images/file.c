@@ -156,3 +156,21 @@ int img_file_next(struct img_file *f, const uint8_t **rec, size_t *len, size_t *
 	f->pos += 4 + (size_t)n;
 	return 1;
 }
+
+int img_file_next_msg(struct img_file *f, const ProtobufCMessageDescriptor *desc, bool required, void **msg,
+		      size_t *off, struct img_err *err)
+{
+	const uint8_t *rec;
+	size_t len;
+	int r = img_file_next(f, &rec, &len, off, err);
+
+	if (r <= 0) {
+		if (r == 0 && required)
+			return img_fail(err, f->name, f->pos, "no %s record", desc->short_name);
+		return r;
+	}
+	*msg = protobuf_c_message_unpack(desc, NULL, len, rec);
+	if (!*msg)
+		return img_fail(err, f->name, *off, "malformed %s record (%zu bytes)", desc->short_name, len);
+	return 1;
+}

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include <protobuf-c/protobuf-c.h>
+
 #include "images/image.h"
 
 struct img_dir {
@@ -40,5 +42,13 @@ void img_file_close(struct img_file *f);
  * of file, -1 on a truncated or oversized record.
  */
 int img_file_next(struct img_file *f, const uint8_t **rec, size_t *len, size_t *off, struct img_err *err);
+
+/*
+ * Next record unpacked as a `desc` message (free with
+ * protobuf_c_message_free_unpacked): 1 with *msg and *off set, 0 at a clean
+ * end of file (an error "no <message> record" if required), -1 on a bad record.
+ */
+int img_file_next_msg(struct img_file *f, const ProtobufCMessageDescriptor *desc, bool required, void **msg,
+		      size_t *off, struct img_err *err);
 
 #endif

@@ -58,26 +58,15 @@ static int read_mm_image(struct img_dir *d, struct img_mm *mm, struct img_err *e
 {
 	MmEntry *me = NULL;
 	struct img_file f;
-	const uint8_t *rec;
-	size_t len, off;
+	size_t off;
 	char name[64];
-	int r, ret = -1;
+	int ret = -1;
 
 	snprintf(name, sizeof(name), "mm-%u.img", mm->pid);
 	if (img_file_open(d, name, IMG_MM_MAGIC, &f, NULL, err))
 		return -1;
-	r = img_file_next(&f, &rec, &len, &off, err);
-	if (r < 0)
+	if (img_file_next_msg(&f, &mm_entry__descriptor, true, (void **)&me, &off, err) < 0)
 		goto out;
-	if (r == 0) {
-		img_fail(err, f.name, f.pos, "no mm record");
-		goto out;
-	}
-	me = mm_entry__unpack(NULL, len, rec);
-	if (!me) {
-		img_fail(err, f.name, off, "malformed mm_entry record (%zu bytes)", len);
-		goto out;
-	}
 	mm->thp_disabled = me->has_thp_disabled && me->thp_disabled;
 	ret = read_vmas(&f, off, me, mm, err);
 out:
@@ -160,18 +149,10 @@ static int check_pme(const struct img_file *f, size_t off, const struct img_mm *
 static int read_pagemap_head(struct img_file *f, struct img_mm *mm, struct img_err *err)
 {
 	PagemapHead *ph;
-	const uint8_t *rec;
-	size_t len, off;
-	int r;
+	size_t off;
 
-	r = img_file_next(f, &rec, &len, &off, err);
-	if (r < 0)
+	if (img_file_next_msg(f, &pagemap_head__descriptor, true, (void **)&ph, &off, err) < 0)
 		return -1;
-	if (r == 0)
-		return img_fail(err, f->name, f->pos, "no pagemap_head record");
-	ph = pagemap_head__unpack(NULL, len, rec);
-	if (!ph)
-		return img_fail(err, f->name, off, "malformed pagemap_head record (%zu bytes)", len);
 	mm->pages_id = ph->pages_id;
 	pagemap_head__free_unpacked(ph, NULL);
 	return 0;
@@ -179,8 +160,8 @@ static int read_pagemap_head(struct img_file *f, struct img_mm *mm, struct img_e
 
 static int read_pagemap(struct img_dir *d, struct img_mm *mm, struct img_err *err)
 {
-	size_t cap = 0, vi = 0, len, off;
-	const uint8_t *rec;
+	size_t cap = 0, vi = 0, off;
+	PagemapEntry *pe;
 	struct img_file f;
 	char name[64];
 	int r;
@@ -190,14 +171,9 @@ static int read_pagemap(struct img_dir *d, struct img_mm *mm, struct img_err *er
 		return -1;
 	if (read_pagemap_head(&f, mm, err))
 		goto fail;
-	while ((r = img_file_next(&f, &rec, &len, &off, err)) == 1) {
-		PagemapEntry *pe = pagemap_entry__unpack(NULL, len, rec);
+	while ((r = img_file_next_msg(&f, &pagemap_entry__descriptor, false, (void **)&pe, &off, err)) == 1) {
 		struct img_pme p;
 
-		if (!pe) {
-			img_fail(err, f.name, off, "malformed pagemap_entry record (%zu bytes)", len);
-			goto fail;
-		}
 		p.vaddr = pe->vaddr;
 		p.nr_pages = pe->nr_pages;
 		/* CRIU's compat rules for images of older versions */

@@ -12,26 +12,15 @@ static int read_task_state(struct img_dir *d, struct img_task *t, struct img_err
 {
 	CoreEntry *ce = NULL;
 	struct img_file f;
-	const uint8_t *rec;
-	size_t len, off;
+	size_t off;
 	char name[64];
-	int r, ret = -1;
+	int ret = -1;
 
 	snprintf(name, sizeof(name), "core-%u.img", t->pid);
 	if (img_file_open(d, name, IMG_CORE_MAGIC, &f, NULL, err))
 		return -1;
-	r = img_file_next(&f, &rec, &len, &off, err);
-	if (r < 0)
+	if (img_file_next_msg(&f, &core_entry__descriptor, true, (void **)&ce, &off, err) < 0)
 		goto out;
-	if (r == 0) {
-		img_fail(err, f.name, f.pos, "no core record");
-		goto out;
-	}
-	ce = core_entry__unpack(NULL, len, rec);
-	if (!ce) {
-		img_fail(err, f.name, off, "malformed core_entry record (%zu bytes)", len);
-		goto out;
-	}
 	if (!ce->tc) {
 		img_fail(err, f.name, off, "core_entry has no task_core (tc)");
 		goto out;
@@ -164,20 +153,14 @@ static int check_tree(const struct img_file *f, const struct img_task *t, const 
 int img_read_pstree(struct img_dir *d, struct img_task **tasks_out, size_t *nr_out, struct img_err *err)
 {
 	struct img_task *tasks = NULL;
-	size_t nr = 0, cap = 0, len, off, *offs = NULL;
-	const uint8_t *rec;
+	size_t nr = 0, cap = 0, off, *offs = NULL;
+	PstreeEntry *pe;
 	struct img_file f;
 	int r;
 
 	if (img_file_open(d, "pstree.img", IMG_PSTREE_MAGIC, &f, NULL, err))
 		return -1;
-	while ((r = img_file_next(&f, &rec, &len, &off, err)) == 1) {
-		PstreeEntry *pe = pstree_entry__unpack(NULL, len, rec);
-
-		if (!pe) {
-			img_fail(err, f.name, off, "malformed pstree_entry record (%zu bytes)", len);
-			goto fail;
-		}
+	while ((r = img_file_next_msg(&f, &pstree_entry__descriptor, false, (void **)&pe, &off, err)) == 1) {
 		if (nr >= IMG_MAX_TASKS) {
 			img_fail(err, f.name, off, "more than %u tasks", IMG_MAX_TASKS);
 			r = -1;
