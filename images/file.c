@@ -166,11 +166,11 @@ int img_file_next_msg(struct img_file *f, const ProtobufCMessageDescriptor *desc
 
 	if (r <= 0) {
 		if (r == 0 && required)
-			return img_fail(err, f->name, f->pos, "no %s record", desc->short_name);
+			return img_fail(err, f->name, f->pos, "no %s record", desc->name);
 		return r;
 	}
 	*msg = protobuf_c_message_unpack(desc, NULL, len, rec);
 	if (!*msg)
-		return img_fail(err, f->name, *off, "malformed %s record (%zu bytes)", desc->short_name, len);
+		return img_fail(err, f->name, *off, "malformed %s record (%zu bytes)", desc->name, len);
 	return 1;
 }
