@@ -73,12 +73,14 @@ int ps_answer_get(const struct ps_image *imgs, size_t nr, const struct ps_iov *r
 		n = req->nr_pages;
 	if (n > PS_MAX_REPLY_PAGES)
 		n = PS_MAX_REPLY_PAGES;
-	if (img_page_offset(im->mm, req->vaddr, &off) || off > im->pages_size ||
-	    (n << IMG_PAGE_SHIFT) > im->pages_size - off) {
+	if (img_page_offset(im->mm, req->vaddr, &off) || off > im->pages_size || im->pages_size - off < IMG_PAGE_SIZE) {
 		snprintf(err, errlen, "pid %u page %#llx: pages-%u.img is shorter than its pagemap", im->pid,
 			 (unsigned long long)req->vaddr, im->mm->pages_id);
 		return -1;
 	}
+	/* A pages file cut short after img_read_mm checked it: answer the pages it still holds. */
+	if (n > (im->pages_size - off) >> IMG_PAGE_SHIFT)
+		n = (im->pages_size - off) >> IMG_PAGE_SHIFT;
 	*reply = *req;
 	reply->cmd = PS_IOV_ADD_F | (PS_PE_PRESENT << PS_FLAGS_SHIFT);
 	reply->nr_pages = (uint32_t)n;

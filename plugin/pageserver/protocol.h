@@ -55,8 +55,9 @@ struct ps_image {
 
 /*
  * The answer to a checked GET: *reply (PS_IOV_ADD_F, 1..PS_MAX_REPLY_PAGES
- * pages, never past the pagemap entry holding vaddr) and *data, its bytes in
- * the pages file.  -1 with err if the dump does not hold the page.
+ * pages, never past the pagemap entry holding vaddr nor past pages_size) and
+ * *data, its bytes in the pages file.  -1 with err if the dump does not hold
+ * the page (not in a present entry, or not wholly inside pages_size).
  */
 int ps_answer_get(const struct ps_image *imgs, size_t nr, const struct ps_iov *req, struct ps_iov *reply,
 		  const uint8_t **data, char *err, size_t errlen);
