@@ -35,6 +35,9 @@ $(FUZZ_OBJ)/plugin/%.o: plugin/%.c $(IMG_GEN_STAMP)
 	@echo "  CLANG    $< (fuzz)"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 
+# The page server's request checks, over the image library that reads what it serves.
+FUZZ_PS_OBJS := $(FUZZ_OBJ)/plugin/pageserver/protocol.o
+
 # FUZZ_LINK target, objects of the code under test, libraries
 define FUZZ_LINK
 $(FUZZ_DIR)/$(1): $(FUZZ_OBJ)/test/fuzz/$(1).o $(2)
@@ -44,11 +47,13 @@ $(FUZZ_DIR)/$(1): $(FUZZ_OBJ)/test/fuzz/$(1).o $(2)
 endef
 $(eval $(call FUZZ_LINK,fuzz_images,$(FUZZ_IMG_OBJS) $(FUZZ_OBJ)/plugin/engine/ranges.o,-lprotobuf-c))
 $(eval $(call FUZZ_LINK,fuzz_handoff,$(FUZZ_HANDOFF_OBJS),))
+$(eval $(call FUZZ_LINK,fuzz_pageserver,$(FUZZ_PS_OBJS) $(FUZZ_IMG_OBJS),-lprotobuf-c))
 
 $(FUZZ_PACK): test/fuzz/pack.c test/fuzz/frame.h
 	@mkdir -p $(dir $@)
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -o $@ $<
 
--include $(FUZZ_IMG_OBJS:.o=.d) $(FUZZ_HANDOFF_OBJS:.o=.d) $(addprefix $(FUZZ_OBJ)/test/fuzz/,$(addsuffix .d,$(FUZZ_TARGETS)))
+-include $(FUZZ_IMG_OBJS:.o=.d) $(FUZZ_HANDOFF_OBJS:.o=.d) $(FUZZ_PS_OBJS:.o=.d) \
+         $(addprefix $(FUZZ_OBJ)/test/fuzz/,$(addsuffix .d,$(FUZZ_TARGETS)))
 ALL_TARGETS += $(FUZZ_BINS) $(FUZZ_PACK)
