@@ -22,4 +22,9 @@ $(LR_UNIT): plugin/tests/test_ranges.c plugin/engine/ranges.c plugin/engine/stat
 	@mkdir -p $(dir $@)
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) $(IMG_LIB_SAN) -lprotobuf-c -lcmocka
-TEST_BINS += $(LR_UNIT)
+LR_GATE_UNIT := $(BUILD)/unit/test_gate
+$(LR_GATE_UNIT): plugin/tests/test_gate.c plugin/engine/gate.c plugin/engine/gate.h
+	@mkdir -p $(dir $@)
+	@echo "  CC       $<"
+	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) -lpthread -lcmocka
+TEST_BINS += $(LR_UNIT) $(LR_GATE_UNIT)

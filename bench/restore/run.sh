@@ -7,6 +7,7 @@
 #   resident  time from restore start until the daemon exits (all pages resident)
 #   p50/p99   latency of the restored program's first random page touches
 # Every run's program checks every word of its memory; a mismatch aborts the bench.
+# LR_ARGS="--prefetch-step 64 ..." passes extra options to lazyrestore lazy-pages.
 set -euo pipefail
 . "$(dirname "$0")/../../test/lib/common.sh"
 
@@ -38,7 +39,7 @@ one_run() {
 	if [ "$daemon" = stock ]; then
 		"$CRIU" lazy-pages -D "$w/img" -o "lazy-$daemon.log" --status-fd 3 3>"$w/status" &
 	else
-		"$LAZYRESTORE" lazy-pages -D "$w/img" -o "lazy-$daemon.log" --stats "$out/stats-$size-$rep.json" \
+		"$LAZYRESTORE" lazy-pages ${LR_ARGS:-} -D "$w/img" -o "lazy-$daemon.log" --stats "$out/stats-$size-$rep.json" \
 			--status-fd 3 3>"$w/status" &
 	fi
 	dpid=$!

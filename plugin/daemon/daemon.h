@@ -4,11 +4,13 @@
 #define LAZYRESTORE_DAEMON_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct lr_daemon_opts {
 	const char *images_dir, *work_dir, *log_file, *stats_file;
 	int status_fd, level;
 	unsigned workers;
+	uint64_t prefetch_step; /* bytes; 0 = the engine default */
 	bool progress;
 	bool no_supervisor; /* run the engine in this process (no restart on a crash) */
 };

@@ -47,6 +47,9 @@ static const char usage_text[] =
     "      --stats FILE       at exit write the stats as JSON to FILE\n"
     "      --progress         draw a progress line on stderr when it is a terminal\n"
     "      --workers N        background prefetch threads (default 2, 0 = faults only)\n"
+    "      --prefetch-step KIB  bytes per background UFFDIO_COPY, 4..2048 KiB (default\n"
+    "                         16): a fault waits for at most one such copy per worker,\n"
+    "                         larger steps copy a little faster\n"
     "      --no-supervisor    run the engine in this process; by default a small\n"
     "                         supervisor process keeps a dup of every uffd and a journal\n"
     "                         of uffd events, and restarts the engine if it is killed\n"
@@ -62,6 +65,7 @@ enum {
 	OPT_STATS,
 	OPT_PROGRESS,
 	OPT_WORKERS,
+	OPT_PREFETCH_STEP,
 	OPT_NO_SUPERVISOR
 };
 
@@ -74,6 +78,7 @@ static const struct option long_opts[] = {
     {"stats", required_argument, NULL, OPT_STATS},
     {"progress", no_argument, NULL, OPT_PROGRESS},
     {"workers", required_argument, NULL, OPT_WORKERS},
+    {"prefetch-step", required_argument, NULL, OPT_PREFETCH_STEP},
     {"no-default-config", no_argument, NULL, OPT_NO_DEFAULT_CONFIG},
     {"no-supervisor", no_argument, NULL, OPT_NO_SUPERVISOR},
     {"help", no_argument, NULL, 'h'},
@@ -136,6 +141,18 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 			if (parse_uint("--workers", optarg, 8, &v))
 				return -1;
 			o->workers = (unsigned)v;
+			break;
+		case OPT_PREFETCH_STEP:
+			if (parse_uint("--prefetch-step", optarg, 2048, &v))
+				return -1;
+			if (v < 4 || v % 4) {
+				fprintf(stderr,
+					"lazyrestore lazy-pages: --prefetch-step: %ld KiB is not a multiple of 4 KiB "
+					"in 4..2048\n",
+					v);
+				return -1;
+			}
+			o->prefetch_step = (uint64_t)v << 10;
 			break;
 		case OPT_NO_DEFAULT_CONFIG:
 			break;

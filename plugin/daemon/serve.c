@@ -164,7 +164,7 @@ static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opt
 	struct img_err err;
 	struct page_source *src = file_source_open(d->dir, d->mms, d->nr_alive, &err);
 	struct session s = {.d = d, .cfd = cfd, .peer = peer};
-	struct lr_engine_opts eo = {.workers = o->workers, .progress = o->progress};
+	struct lr_engine_opts eo = {.workers = o->workers, .prefetch_step = o->prefetch_step, .progress = o->progress};
 	pthread_t th;
 	int ret = -1;
 
@@ -200,8 +200,12 @@ static int resume(struct dump *d, const struct lr_daemon_opts *o, struct lr_sv *
 {
 	struct img_err err;
 	struct page_source *src = file_source_open(d->dir, d->mms, d->nr_alive, &err);
-	struct lr_engine_opts eo = {
-	    .workers = o->workers, .progress = o->progress, .new_task = new_task, .arg = sv, .journal = &sv->j};
+	struct lr_engine_opts eo = {.workers = o->workers,
+				    .prefetch_step = o->prefetch_step,
+				    .progress = o->progress,
+				    .new_task = new_task,
+				    .arg = sv,
+				    .journal = &sv->j};
 	struct lr_resume_task rt[LR_JOURNAL_TASKS];
 	struct lr_engine *e = NULL;
 	int ret = -1;

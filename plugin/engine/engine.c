@@ -26,6 +26,8 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 	e->o = *o;
 	if (e->o.workers > MAX_WORKERS)
 		e->o.workers = MAX_WORKERS;
+	if (!e->o.prefetch_step || e->o.prefetch_step % PAGE || e->o.prefetch_step > PREFETCH_CHUNK)
+		e->o.prefetch_step = PREFETCH_STEP;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->work, NULL);
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -50,7 +52,6 @@ void lr_engine_destroy(struct lr_engine *e)
 		if (t->uffd >= 0)
 			close(t->uffd);
 		lr_ranges_free(&t->pending);
-		pthread_rwlock_destroy(&t->copy_lock);
 		free(t);
 	}
 	free(e->tasks);
@@ -72,7 +73,6 @@ struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32
 			    uint64_t fork_pos)
 {
 	struct lr_task *t = calloc(1, sizeof(*t));
-	pthread_rwlockattr_t ra;
 
 	if (!t)
 		return NULL;
@@ -104,15 +104,9 @@ struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32
 	t->real_pid = real_pid;
 	t->window = FAULT_AROUND_START;
 	lr_ranges_init(&t->pending);
-	/* Writer preference: the fault thread must not starve behind prefetch copies. */
-	pthread_rwlockattr_init(&ra);
-	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&t->copy_lock, &ra);
-	pthread_rwlockattr_destroy(&ra);
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = t};
 	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, uffd, &ev)) {
 		pr_perror("can't watch uffd %d of task %u", uffd, src_pid);
-		pthread_rwlock_destroy(&t->copy_lock);
 		free(t);
 		return NULL;
 	}

@@ -20,8 +20,9 @@
 struct lr_engine;
 
 struct lr_engine_opts {
-	unsigned workers; /* prefetch threads; 0 = none (faults only) */
-	bool progress;	  /* draw a progress line on stderr */
+	unsigned workers;	/* prefetch threads; 0 = none (faults only) */
+	uint64_t prefetch_step; /* bytes per prefetch UFFDIO_COPY; 0 = PREFETCH_STEP */
+	bool progress;		/* draw a progress line on stderr */
 	/*
 	 * Called for each new task (hand-off or UFFD_EVENT_FORK), in index order,
 	 * before the engine acts on its uffd: the supervisor keeps a dup.

@@ -230,7 +230,7 @@ static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *m
 	ssize_t n;
 	int ret = 0;
 
-	pthread_rwlock_wrlock(&t->copy_lock);
+	lr_gate_read_lock(&t->gate);
 	do
 		n = read(t->uffd, buf, space * sizeof(*buf));
 	while (n < 0 && errno == EINTR);
@@ -260,7 +260,7 @@ static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *m
 			ret = -1;
 	pthread_mutex_unlock(&e->lock);
 out:
-	pthread_rwlock_unlock(&t->copy_lock);
+	lr_gate_read_unlock(&t->gate);
 	return ret;
 }
 
@@ -280,7 +280,7 @@ int lr_drain_uffd(struct lr_engine *e, struct lr_task *t)
 	int nr, nd = 0;
 
 	for (;;) {
-		/* Latency counts from before the read: waiting for copy_lock is part of it. */
+		/* Latency counts from before the read: waiting at the gate is part of it. */
 		double t0 = lr_now();
 		if (read_batch(e, t, msgs, &nr)) {
 			lr_engine_fail(e, "bad message from a uffd");

@@ -3,8 +3,8 @@
  * Background prefetch: after restore has finished, worker threads stream the
  * remaining ranges in 2 MiB chunks, starting near the most recent fault and
  * moving across all tasks.  Each chunk is "claimed" so the fault thread knows
- * it is in flight; it is copied in PREFETCH_STEP pieces under the task's
- * copy_lock so a fault never waits behind more than one piece.
+ * it is in flight; it is copied in PREFETCH_STEP pieces inside the task's
+ * gate so a fault never waits behind more than one piece.
  */
 #include <errno.h>
 #include <sys/resource.h>
@@ -53,16 +53,16 @@ static void copy_chunk(struct lr_engine *e, struct lr_claim *c)
 	uint64_t len = c->end - c->start;
 
 	while (c->done < len) {
-		uint64_t off = c->done, step = len - off < PREFETCH_STEP ? len - off : PREFETCH_STEP;
+		uint64_t off = c->done, step = len - off < e->o.prefetch_step ? len - off : e->o.prefetch_step;
 		uint64_t done = 0, installed = 0;
 		int r;
 
-		pthread_rwlock_rdlock(&t->copy_lock);
+		lr_gate_copy_enter(&t->gate);
 		pthread_mutex_lock(&e->lock);
 		bool cancelled = c->cancelled || e->stop;
 		pthread_mutex_unlock(&e->lock);
 		if (cancelled) {
-			pthread_rwlock_unlock(&t->copy_lock);
+			lr_gate_copy_exit(&t->gate);
 			return;
 		}
 		r = lr_install(e, t, c->start + off, c->img + off, step, &done, &installed, NULL);
@@ -72,7 +72,7 @@ static void copy_chunk(struct lr_engine *e, struct lr_claim *c)
 		if (r == INSTALL_GONE)
 			lr_task_gone(e, t);
 		pthread_mutex_unlock(&e->lock);
-		pthread_rwlock_unlock(&t->copy_lock);
+		lr_gate_copy_exit(&t->gate);
 		if (r == INSTALL_GONE || r == INSTALL_FATAL)
 			return;
 		if (r == INSTALL_AGAIN) { /* the fault thread reads the event; try again soon */

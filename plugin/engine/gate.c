@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The copy gate (gate.h): a Dekker-style pair of counters, sequentially
+ * consistent, with futex sleeps.  The reader stores `reading` then loads
+ * `copiers`; a copier adds to `copiers` then loads `reading`: at least one of
+ * them sees the other, so a copy never enters while the reader is in.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin/engine/gate.h"
+
+/* Longer than one prefetch step, shorter than a sleep and wake-up. */
+#define READER_SPIN_NS 30000
+
+static void futex_wait(int *addr, int val)
+{
+	/* EAGAIN: the value changed already; EINTR: look again. Both mean re-check. */
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(int *addr, int n)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void lr_gate_copy_enter(struct lr_gate *g)
+{
+	for (;;) {
+		__atomic_fetch_add(&g->copiers, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&g->reading, __ATOMIC_SEQ_CST))
+			return;
+		lr_gate_copy_exit(g); /* back out: the reader may be waiting for zero */
+		while (__atomic_load_n(&g->reading, __ATOMIC_SEQ_CST))
+			futex_wait(&g->reading, 1);
+	}
+}
+
+void lr_gate_copy_exit(struct lr_gate *g)
+{
+	if (__atomic_sub_fetch(&g->copiers, 1, __ATOMIC_SEQ_CST) == 0 && __atomic_load_n(&g->reading, __ATOMIC_SEQ_CST))
+		futex_wake(&g->copiers, 1);
+}
+
+void lr_gate_read_lock(struct lr_gate *g)
+{
+	long long until = 0;
+	int n;
+
+	__atomic_store_n(&g->reading, 1, __ATOMIC_SEQ_CST);
+	while ((n = __atomic_load_n(&g->copiers, __ATOMIC_SEQ_CST)) != 0) {
+		if (!until)
+			until = now_ns() + READER_SPIN_NS;
+		if (now_ns() < until)
+			__builtin_ia32_pause();
+		else
+			futex_wait(&g->copiers, n);
+	}
+}
+
+void lr_gate_read_unlock(struct lr_gate *g)
+{
+	__atomic_store_n(&g->reading, 0, __ATOMIC_SEQ_CST);
+	futex_wake(&g->reading, INT_MAX);
+}
