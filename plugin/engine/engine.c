@@ -160,7 +160,7 @@ void lr_task_gone(struct lr_engine *e, struct lr_task *t)
 	lr_ranges_free(&t->pending);
 	for (unsigned i = 0; i < MAX_WORKERS; i++)
 		if (e->claims[i].t == t)
-			e->claims[i].cancelled = true;
+			__atomic_store_n(&e->claims[i].cancelled, true, __ATOMIC_RELEASE);
 	epoll_ctl(e->epfd, EPOLL_CTL_DEL, t->uffd, NULL);
 	e->stats.tasks_gone++;
 	pr_debug("task %u (pid %d) is gone", t->src_pid, t->real_pid);
@@ -174,7 +174,8 @@ void lr_engine_fail_locked(struct lr_engine *e, const char *why)
 
 	if (e->failed)
 		return;
-	e->failed = e->stop = true;
+	e->failed = true;
+	__atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);
 	pr_err("%s; killing the restored tree", why);
 	for (size_t i = 0; i < e->nr_tasks && n < 256; i++)
 		if (e->tasks[i]->real_pid > 0)

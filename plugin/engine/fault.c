@@ -25,7 +25,7 @@ static int reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t 
 
 		if (c->t != t || c->cancelled || rest >= c->end || rest >= end || c->end <= s)
 			continue;
-		c->cancelled = true;
+		__atomic_store_n(&c->cancelled, true, __ATOMIC_RELEASE);
 		if (lr_ranges_add(&t->pending, rest, c->end, c->img + c->done))
 			return -1;
 	}
@@ -137,7 +137,9 @@ static int locate(struct lr_engine *e, struct lr_task *t, uint64_t addr, uint64_
 	}
 	for (unsigned k = 0; k < MAX_WORKERS; k++) {
 		struct lr_claim *c = &e->claims[k];
-		if (c->t == t && !c->cancelled && addr >= c->start + c->done && addr < c->end) {
+		/* done may be a step behind: then the page is there already and the copy meets EEXIST */
+		if (c->t == t && !c->cancelled && addr >= c->start + __atomic_load_n(&c->done, __ATOMIC_ACQUIRE) &&
+		    addr < c->end) {
 			*len = PAGE;
 			*img = c->img + (addr - c->start);
 			return 2;

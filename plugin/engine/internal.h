@@ -43,8 +43,8 @@ struct lr_task {
 struct lr_claim {
 	struct lr_task *t; /* NULL: slot free */
 	uint64_t start, end, img;
-	uint64_t done;	/* bytes from start handled */
-	bool cancelled; /* an event took it back */
+	uint64_t done;	/* bytes from start handled; written by its worker inside the gate */
+	bool cancelled; /* an event took it back; written inside the gate's read side */
 };
 
 struct lr_engine {

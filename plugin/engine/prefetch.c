@@ -46,33 +46,40 @@ static bool take_chunk(struct lr_engine *e, struct lr_claim *c)
 	return true;
 }
 
-/* Copy a claimed chunk; returns when it is done, taken back or failed. */
+/*
+ * Copy a claimed chunk; returns when it is done, taken back or failed.  No
+ * engine lock per step: cancellation is written by the fault thread only
+ * while it is inside the gate, so reading it inside the gate is enough, and
+ * done is read outside the gate only to find pages still in flight.
+ */
 static void copy_chunk(struct lr_engine *e, struct lr_claim *c)
 {
 	struct lr_task *t = c->t;
 	uint64_t len = c->end - c->start;
+	const void *data;
+	char err[256];
 
+	/* Map the claim's source pages with one madvise, not one per step; errors show in the steps. */
+	(void)page_source_get(e->src, t->src_pid, c->img, len / PAGE, &data, err, sizeof(err));
 	while (c->done < len) {
 		uint64_t off = c->done, step = len - off < e->o.prefetch_step ? len - off : e->o.prefetch_step;
 		uint64_t done = 0, installed = 0;
 		int r;
 
 		lr_gate_copy_enter(&t->gate);
-		pthread_mutex_lock(&e->lock);
-		bool cancelled = c->cancelled || e->stop;
-		pthread_mutex_unlock(&e->lock);
-		if (cancelled) {
+		if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
 			lr_gate_copy_exit(&t->gate);
 			return;
 		}
 		r = lr_install(e, t, c->start + off, c->img + off, step, &done, &installed, NULL);
-		pthread_mutex_lock(&e->lock);
-		c->done = off + done;
-		e->stats.prefetch_pages += installed / PAGE;
-		if (r == INSTALL_GONE)
-			lr_task_gone(e, t);
-		pthread_mutex_unlock(&e->lock);
+		__atomic_store_n(&c->done, off + done, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
 		lr_gate_copy_exit(&t->gate);
+		if (r == INSTALL_GONE) {
+			pthread_mutex_lock(&e->lock);
+			lr_task_gone(e, t);
+			pthread_mutex_unlock(&e->lock);
+		}
 		if (r == INSTALL_GONE || r == INSTALL_FATAL)
 			return;
 		if (r == INSTALL_AGAIN) { /* the fault thread reads the event; try again soon */
