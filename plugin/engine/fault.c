@@ -244,11 +244,11 @@ static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *m
 		goto out;
 	}
 	*nr = (int)(n / sizeof(*buf));
+	bool events = false;
+	for (int i = 0; i < *nr; i++)
+		events |= buf[i].event != UFFD_EVENT_PAGEFAULT;
 	if (buf != msgs) {
-		bool events = false;
 		memcpy(msgs, buf, *nr * sizeof(*buf));
-		for (int i = 0; i < *nr; i++)
-			events |= msgs[i].event != UFFD_EVENT_PAGEFAULT;
 		/*
 		 * A batch of faults only is overwritten by the next read: a restart
 		 * needs the events, and faults left beyond the end are ignored.
@@ -256,6 +256,8 @@ static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *m
 		if (events)
 			t->jpos += *nr;
 	}
+	if (!events) /* the common case: no need for the engine lock */
+		goto out;
 	pthread_mutex_lock(&e->lock);
 	for (int i = 0; i < *nr && !ret; i++)
 		if (msgs[i].event != UFFD_EVENT_PAGEFAULT && apply_event(e, t, &msgs[i], pos + (uint64_t)i, NULL))
