@@ -67,6 +67,7 @@ for size in $sizes; do
 	disown "$pid"
 	wait_for_file "$w/ready.$pid" 120
 	criu_dump "$pid" "$w/img" || { echo "bench: dump of $size MiB failed" >&2; exit 1; }
+	sync # the dump's writeback would otherwise slow whichever daemon runs first
 	for rep in $(seq 1 "$reps"); do
 		# alternate who goes first, so page-cache warmth favours neither
 		if [ $((rep % 2)) = 1 ]; then order="stock ours"; else order="ours stock"; fi

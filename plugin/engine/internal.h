@@ -71,8 +71,18 @@ struct lr_engine {
 
 /* uffd operations (uffdops.c) */
 enum { INSTALL_OK = 0, INSTALL_AGAIN = 1, INSTALL_GONE = 2, INSTALL_FATAL = -1 };
+/*
+ * Copy [dst, dst+len) from the image data at dump-time address img.
+ * *done = bytes dealt with (installed, already there, or not registered any
+ * more); on INSTALL_AGAIN the caller retries from dst + *done later.
+ * lr_install = lr_source (find and map the data; a failure kills the tree)
+ * + lr_copy (the UFFDIO_COPYs from it).
+ */
 int lr_install(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, uint64_t *done,
 	       uint64_t *installed, bool *first_existed);
+int lr_source(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, const void **data);
+int lr_copy(struct lr_engine *e, struct lr_task *t, uint64_t dst, const void *data, uint64_t len, uint64_t *done,
+	    uint64_t *installed, bool *first_existed);
 int lr_zeropage(struct lr_engine *e, struct lr_task *t, uint64_t addr);
 void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
 

@@ -57,10 +57,10 @@ static void copy_chunk(struct lr_engine *e, struct lr_claim *c)
 	struct lr_task *t = c->t;
 	uint64_t len = c->end - c->start;
 	const void *data;
-	char err[256];
 
-	/* Map the claim's source pages with one madvise, not one per step; errors show in the steps. */
-	(void)page_source_get(e->src, t->src_pid, c->img, len / PAGE, &data, err, sizeof(err));
+	/* The claim's source is found and mapped once (one madvise per 2 MiB), the steps copy from it. */
+	if (lr_source(e, t, c->start, c->img, len, &data))
+		return;
 	while (c->done < len) {
 		uint64_t off = c->done, step = len - off < e->o.prefetch_step ? len - off : e->o.prefetch_step;
 		uint64_t done = 0, installed = 0;
@@ -71,7 +71,7 @@ static void copy_chunk(struct lr_engine *e, struct lr_claim *c)
 			lr_gate_copy_exit(&t->gate);
 			return;
 		}
-		r = lr_install(e, t, c->start + off, c->img + off, step, &done, &installed, NULL);
+		r = lr_copy(e, t, c->start + off, (const uint8_t *)data + off, step, &done, &installed, NULL);
 		__atomic_store_n(&c->done, off + done, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
 		lr_gate_copy_exit(&t->gate);

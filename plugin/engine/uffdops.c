@@ -26,26 +26,39 @@ static void source_failed(struct lr_engine *e, struct lr_task *t, uint64_t dst, 
 	lr_engine_fail(e, msg);
 }
 
-/*
- * Copy [dst, dst+len) from the image data at dump-time address img.
- * *done = bytes dealt with (installed, already there, or not registered any
- * more); on INSTALL_AGAIN the caller retries from dst + *done later.
- */
+int lr_source(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, const void **data)
+{
+	char err[512];
+
+	if (page_source_get(e->src, t->src_pid, img, len / PAGE, data, err, sizeof(err))) {
+		source_failed(e, t, dst, err);
+		return INSTALL_FATAL;
+	}
+	return INSTALL_OK;
+}
+
 int lr_install(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, uint64_t *done,
 	       uint64_t *installed, bool *first_existed)
 {
-	char err[512];
 	const void *data;
+
+	*done = 0;
+	*installed = 0;
+	if (lr_source(e, t, dst, img, len, &data))
+		return INSTALL_FATAL;
+	return lr_copy(e, t, dst, data, len, done, installed, first_existed);
+}
+
+int lr_copy(struct lr_engine *e, struct lr_task *t, uint64_t dst, const void *data, uint64_t len, uint64_t *done,
+	    uint64_t *installed, bool *first_existed)
+{
+	char err[512];
 	uint64_t off = 0, step = len;
 
 	*done = 0;
 	*installed = 0;
 	if (first_existed)
 		*first_existed = false;
-	if (page_source_get(e->src, t->src_pid, img, len / PAGE, &data, err, sizeof(err))) {
-		source_failed(e, t, dst, err);
-		return INSTALL_FATAL;
-	}
 	while (off < len) {
 		uint64_t l = len - off < step ? len - off : step;
 		struct uffdio_copy c = {.dst = dst + off, .src = (uintptr_t)data + off, .len = l};
