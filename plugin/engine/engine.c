@@ -158,7 +158,7 @@ void lr_task_gone(struct lr_engine *e, struct lr_task *t)
 		return;
 	t->gone = true;
 	lr_ranges_free(&t->pending);
-	for (unsigned i = 0; i < MAX_WORKERS; i++)
+	for (unsigned i = 0; i < NR_CLAIMS; i++)
 		if (e->claims[i].t == t)
 			__atomic_store_n(&e->claims[i].cancelled, true, __ATOMIC_RELEASE);
 	epoll_ctl(e->epfd, EPOLL_CTL_DEL, t->uffd, NULL);
@@ -205,7 +205,7 @@ static bool all_done(struct lr_engine *e)
 	for (size_t i = 0; i < e->nr_tasks; i++)
 		if (!e->tasks[i]->gone && e->tasks[i]->pending.pages)
 			return false;
-	for (unsigned i = 0; i < MAX_WORKERS; i++)
+	for (unsigned i = 0; i < NR_CLAIMS; i++)
 		if (e->claims[i].t)
 			return false;
 	return true;
@@ -224,27 +224,46 @@ static void draw_progress(struct lr_engine *e)
 
 /*
  * Faults first: on 2 cores the prefetch workers would otherwise keep the fault
- * thread waiting for a CPU.  A real-time class cannot starve anything here,
- * the thread sleeps in epoll_wait unless a fault or event is pending.
+ * thread waiting for a CPU.  Until the restore has finished a real-time class
+ * cannot starve anything: the thread sleeps in epoll_wait unless a fault or
+ * event is pending.
  */
-static void prefer_fault_thread(void)
+static bool prefer_fault_thread(void)
 {
 	struct sched_param sp = {.sched_priority = 1};
 	int er = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 
 	if (er)
 		pr_debug("fault thread stays SCHED_OTHER: %s", strerror(er));
+	return !er;
+}
+
+/*
+ * Between faults the fault thread copies its own prefetch claim, polling its
+ * uffds after each step as stock criu does: a fault then waits for at most
+ * one step and never for a wake-up, which on this VM's idle vCPUs costs tens
+ * of microseconds.  A busy thread must not be real-time (it would starve the
+ * restored program), so it leaves SCHED_FIFO at its first prefetch step.
+ */
+static void leave_fifo(bool *fifo)
+{
+	struct sched_param sp = {.sched_priority = 0};
+
+	if (*fifo && pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp))
+		pr_debug("fault thread stays SCHED_FIFO");
+	*fifo = false;
 }
 
 int lr_engine_run(struct lr_engine *e)
 {
 	struct epoll_event evs[32];
 	bool progress = e->o.progress && isatty(STDERR_FILENO);
+	bool fifo, busy = false;
 	int ret = -1;
 
 	if (lr_prefetch_start(e))
 		return -1;
-	prefer_fault_thread();
+	fifo = prefer_fault_thread();
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		bool stop = e->stop, done = all_done(e);
@@ -257,7 +276,7 @@ int lr_engine_run(struct lr_engine *e)
 			ret = 0;
 			break;
 		}
-		int n = epoll_wait(e->epfd, evs, 32, progress ? 200 : -1);
+		int n = epoll_wait(e->epfd, evs, 32, busy ? 0 : progress ? 200 : -1);
 		if (n < 0 && errno != EINTR) {
 			pr_perror("epoll_wait");
 			break;
@@ -273,6 +292,9 @@ int lr_engine_run(struct lr_engine *e)
 			if (lr_drain_uffd(e, t))
 				goto out;
 		}
+		if (fifo && e->finished)
+			leave_fifo(&fifo);
+		busy = lr_prefetch_own_step(e);
 	}
 out:
 	pthread_mutex_lock(&e->lock);

@@ -19,7 +19,7 @@
 /* Give every claim overlapping [s,e) back to pending, so the event sees it. */
 static int reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t end)
 {
-	for (unsigned i = 0; i < MAX_WORKERS; i++) {
+	for (unsigned i = 0; i < NR_CLAIMS; i++) {
 		struct lr_claim *c = &e->claims[i];
 		uint64_t rest = c->start + c->done;
 
@@ -37,7 +37,7 @@ int lr_fork_ranges(struct lr_engine *e, struct lr_task *t, struct lr_task *c)
 	if (lr_ranges_copy(&c->pending, &t->pending))
 		return -1;
 	/* Pages a worker had claimed but not installed before the fork are missing in the child too. */
-	for (unsigned i = 0; i < MAX_WORKERS; i++) {
+	for (unsigned i = 0; i < NR_CLAIMS; i++) {
 		struct lr_claim *cl = &e->claims[i];
 		if (cl->t == t && !cl->cancelled && cl->start + cl->done < cl->end &&
 		    lr_ranges_add(&c->pending, cl->start + cl->done, cl->end, cl->img + cl->done))
@@ -135,7 +135,7 @@ static int locate(struct lr_engine *e, struct lr_task *t, uint64_t addr, uint64_
 		/* Ours now: a worker must not take it, nor may an event miss it. */
 		return lr_ranges_drop(&t->pending, addr, end) ? -1 : 1;
 	}
-	for (unsigned k = 0; k < MAX_WORKERS; k++) {
+	for (unsigned k = 0; k < NR_CLAIMS; k++) {
 		struct lr_claim *c = &e->claims[k];
 		/* done may be a step behind: then the page is there already and the copy meets EEXIST */
 		if (c->t == t && !c->cancelled && addr >= c->start + __atomic_load_n(&c->done, __ATOMIC_ACQUIRE) &&

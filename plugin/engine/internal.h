@@ -22,6 +22,8 @@
  */
 #define PREFETCH_STEP (16UL << 10)
 #define MAX_WORKERS   8
+#define OWN_CLAIM     MAX_WORKERS /* the fault thread's own prefetch claim */
+#define NR_CLAIMS     (MAX_WORKERS + 1)
 #define PREFETCH_NICE 10
 
 struct lr_task {
@@ -43,8 +45,9 @@ struct lr_task {
 struct lr_claim {
 	struct lr_task *t; /* NULL: slot free */
 	uint64_t start, end, img;
-	uint64_t done;	/* bytes from start handled; written by its worker inside the gate */
-	bool cancelled; /* an event took it back; written inside the gate's read side */
+	const void *data; /* its image data (page source) */
+	uint64_t done;	  /* bytes from start handled; written by its worker inside the gate */
+	bool cancelled;	  /* an event took it back; written inside the gate's read side */
 };
 
 struct lr_engine {
@@ -52,7 +55,7 @@ struct lr_engine {
 	pthread_cond_t work;
 	struct lr_task **tasks;
 	size_t nr_tasks, cap_tasks;
-	struct lr_claim claims[MAX_WORKERS];
+	struct lr_claim claims[NR_CLAIMS];
 	struct page_source *src;
 	struct lr_engine_opts o;
 	int epfd, wakefd;
@@ -103,6 +106,8 @@ int lr_fork_ranges(struct lr_engine *e, struct lr_task *parent, struct lr_task *
 
 /* prefetch.c */
 int lr_prefetch_start(struct lr_engine *e);
+/* Fault thread, between faults: one step of its own claim; false if there was nothing to do. */
+bool lr_prefetch_own_step(struct lr_engine *e);
 void lr_prefetch_stop(struct lr_engine *e);
 
 #endif

@@ -31,6 +31,15 @@ static struct lr_task *next_task(struct lr_engine *e)
 	return NULL;
 }
 
+/* Lock held: is there anything left to claim? */
+static bool pending_work(struct lr_engine *e)
+{
+	for (size_t k = 0; k < e->nr_tasks; k++)
+		if (!e->tasks[k]->gone && e->tasks[k]->pending.pages)
+			return true;
+	return false;
+}
+
 /* Lock held: claim a chunk into slot c, or return false when nothing is left. */
 static bool take_chunk(struct lr_engine *e, struct lr_claim *c)
 {
@@ -46,47 +55,70 @@ static bool take_chunk(struct lr_engine *e, struct lr_claim *c)
 	return true;
 }
 
+/* Lock held: a claim not finished and not taken back by an event goes back to pending. */
+static void release_claim(struct lr_engine *e, struct lr_claim *c)
+{
+	if (!c->cancelled && !c->t->gone && c->start + c->done < c->end &&
+	    lr_ranges_add(&c->t->pending, c->start + c->done, c->end, c->img + c->done))
+		lr_engine_fail_locked(e, "out of memory in prefetch");
+	c->t = NULL;
+}
+
+/* Claim a chunk into c and find its data (one madvise per 2 MiB); lock not held. */
+static bool claim(struct lr_engine *e, struct lr_claim *c)
+{
+	pthread_mutex_lock(&e->lock);
+	bool got = !e->stop && e->finished && take_chunk(e, c);
+	pthread_mutex_unlock(&e->lock);
+	if (got && lr_source(e, c->t, c->start, c->img, c->end - c->start, &c->data)) {
+		pthread_mutex_lock(&e->lock);
+		release_claim(e, c);
+		pthread_mutex_unlock(&e->lock);
+		return false;
+	}
+	return got;
+}
+
 /*
- * Copy a claimed chunk; returns when it is done, taken back or failed.  No
- * engine lock per step: cancellation is written by the fault thread only
- * while it is inside the gate, so reading it inside the gate is enough, and
- * done is read outside the gate only to find pages still in flight.
+ * One UFFDIO_COPY step of a claim; false once it is done, taken back or
+ * failed.  No engine lock: cancellation is written by the fault thread only
+ * inside the gate's read side, so a worker reads it inside the gate (the
+ * fault thread, copying its own claim, needs no gate); done is read outside
+ * the gate only to find pages still in flight.
  */
-static void copy_chunk(struct lr_engine *e, struct lr_claim *c)
+static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 {
 	struct lr_task *t = c->t;
-	uint64_t len = c->end - c->start;
-	const void *data;
+	uint64_t len = c->end - c->start, off = c->done, done = 0, installed = 0;
+	uint64_t step = len - off < e->o.prefetch_step ? len - off : e->o.prefetch_step;
+	int r;
 
-	/* The claim's source is found and mapped once (one madvise per 2 MiB), the steps copy from it. */
-	if (lr_source(e, t, c->start, c->img, len, &data))
-		return;
-	while (c->done < len) {
-		uint64_t off = c->done, step = len - off < e->o.prefetch_step ? len - off : e->o.prefetch_step;
-		uint64_t done = 0, installed = 0;
-		int r;
-
+	if (off >= len)
+		return false;
+	if (gated)
 		lr_gate_copy_enter(&t->gate);
-		if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+		if (gated)
 			lr_gate_copy_exit(&t->gate);
-			return;
-		}
-		r = lr_copy(e, t, c->start + off, (const uint8_t *)data + off, step, &done, &installed, NULL);
-		__atomic_store_n(&c->done, off + done, __ATOMIC_RELEASE);
-		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
-		lr_gate_copy_exit(&t->gate);
-		if (r == INSTALL_GONE) {
-			pthread_mutex_lock(&e->lock);
-			lr_task_gone(e, t);
-			pthread_mutex_unlock(&e->lock);
-		}
-		if (r == INSTALL_GONE || r == INSTALL_FATAL)
-			return;
-		if (r == INSTALL_AGAIN) { /* the fault thread reads the event; try again soon */
-			struct timespec ts = {0, 50 * 1000};
-			nanosleep(&ts, NULL);
-		}
+		return false;
 	}
+	r = lr_copy(e, t, c->start + off, (const uint8_t *)c->data + off, step, &done, &installed, NULL);
+	__atomic_store_n(&c->done, off + done, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
+	if (gated)
+		lr_gate_copy_exit(&t->gate);
+	if (r == INSTALL_GONE) {
+		pthread_mutex_lock(&e->lock);
+		lr_task_gone(e, t);
+		pthread_mutex_unlock(&e->lock);
+	}
+	if (r == INSTALL_GONE || r == INSTALL_FATAL)
+		return false;
+	if (r == INSTALL_AGAIN && gated) { /* the fault thread reads the event; try again soon */
+		struct timespec ts = {0, 50 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return c->done < len;
 }
 
 static void *worker(void *arg)
@@ -98,27 +130,40 @@ static void *worker(void *arg)
 	/* Background work yields the CPU to the restored program (2 cores here). */
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
 		pr_debug("prefetch worker keeps its priority: %m");
-	pthread_mutex_lock(&e->lock);
 	for (;;) {
-		while (!e->stop && !(e->finished && take_chunk(e, c)))
-			pthread_cond_wait(&e->work, &e->lock);
-		if (e->stop)
-			break;
-		pthread_mutex_unlock(&e->lock);
-		copy_chunk(e, c);
 		pthread_mutex_lock(&e->lock);
-		/* not finished and not taken back by an event: it goes back */
-		if (!c->cancelled && !c->t->gone && c->start + c->done < c->end &&
-		    lr_ranges_add(&c->t->pending, c->start + c->done, c->end, c->img + c->done))
-			lr_engine_fail_locked(e, "out of memory in prefetch");
-		c->t = NULL;
+		while (!e->stop && !(e->finished && pending_work(e)))
+			pthread_cond_wait(&e->work, &e->lock);
+		bool stop = e->stop;
+		pthread_mutex_unlock(&e->lock);
+		if (stop)
+			break;
+		if (!claim(e, c))
+			continue;
+		while (claim_step(e, c, true))
+			;
+		pthread_mutex_lock(&e->lock);
+		release_claim(e, c);
 		pthread_mutex_unlock(&e->lock);
 		lr_engine_kick(e); /* the fault thread checks whether all is resident */
-		pthread_mutex_lock(&e->lock);
 	}
-	c->t = NULL;
-	pthread_mutex_unlock(&e->lock);
 	return NULL;
+}
+
+bool lr_prefetch_own_step(struct lr_engine *e)
+{
+	struct lr_claim *c = &e->claims[OWN_CLAIM];
+
+	if (!e->o.workers)
+		return false;
+	if (!c->t && !claim(e, c))
+		return false;
+	if (!claim_step(e, c, false)) {
+		pthread_mutex_lock(&e->lock);
+		release_claim(e, c);
+		pthread_mutex_unlock(&e->lock);
+	}
+	return true;
 }
 
 int lr_prefetch_start(struct lr_engine *e)
