@@ -9,7 +9,11 @@
  * `criu restore` has returned.  It then at once reads one word of each of
  * TOUCHES random pages (the first touches of a freshly restored program,
  * served on demand), timing each, then checks every word of the region, and
- * writes DIR/result.<pid>:
+ * writes DIR/result.<pid>.  If DIR/idle exists when SIGUSR1 comes (an idle
+ * program), it waits for SIGUSR2 between the touches and the check, which the
+ * harness sends once the daemon has exited: the check then does not compete
+ * with the page streaming.
+ * The result file:
  *   "OK" or "BAD <addr>", then one line per touch with its latency in ns.
  */
 #include <fcntl.h>
@@ -67,7 +71,7 @@ int main(int argc, char **argv)
 	static unsigned char resident[MAX_TOUCHES];
 	const char *dir = NULL;
 	size_t mib = 256, len, pages;
-	int opt, touches = 1000;
+	int opt, touches = 1000, idle;
 	char status[128] = "OK";
 	uint64_t seed = 0x1234567;
 	uint8_t *mem;
@@ -103,10 +107,19 @@ int main(int argc, char **argv)
 
 		sigemptyset(&set);
 		sigaddset(&set, SIGUSR1);
+		sigaddset(&set, SIGUSR2);
 		sigprocmask(SIG_BLOCK, &set, NULL);
 		prog_write_file(dir, "ready", "");
-		if (sigwait(&set, &sig))
-			return 1;
+		do
+			if (sigwait(&set, &sig))
+				return 1;
+		while (sig != SIGUSR1);
+	}
+	{
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/idle", dir);
+		idle = access(path, F_OK) == 0;
 	}
 
 	/* Restored: touch random pages at once, then verify everything. */
@@ -123,6 +136,15 @@ int main(int argc, char **argv)
 		lat[i] = now_ns(CLOCK_MONOTONIC) - t0;
 		if (v != pattern_word((uintptr_t)w, 7) && !strcmp(status, "OK"))
 			snprintf(status, sizeof(status), "BAD %p", (void *)w);
+	}
+	if (idle) {
+		sigset_t set;
+		int sig;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR2);
+		if (sigwait(&set, &sig))
+			return 1;
 	}
 	for (size_t off = 0; off < len && !strcmp(status, "OK"); off += 8)
 		if (*(volatile uint64_t *)(mem + off) != pattern_word((uintptr_t)(mem + off), 7))
