@@ -9,7 +9,8 @@ $(BENCH_TOUCH): bench/restore/touch.c test/progs/pattern.h test/progs/progs.h
 ALL_TARGETS += $(BENCH_TOUCH)
 
 .PHONY: bench-restore
-# SIZES (MiB) and REPS may be overridden: make bench-restore SIZES="256 1024" REPS=5
+# SIZES (MiB), REPS and PROGRAMS may be overridden: make bench-restore SIZES="256 1024" REPS=5 PROGRAMS=idle
 bench-restore: all
-	@bash bench/restore/run.sh $(if $(SIZES),--sizes "$(SIZES)") $(if $(REPS),--reps $(REPS))
+	@bash bench/restore/run.sh $(if $(SIZES),--sizes "$(SIZES)") $(if $(REPS),--reps $(REPS)) \
+		$(if $(PROGRAMS),--programs "$(PROGRAMS)")
 bench: bench-restore

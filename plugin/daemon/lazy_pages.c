@@ -47,7 +47,7 @@ static const char usage_text[] =
     "      --stats FILE       at exit write the stats as JSON to FILE\n"
     "      --progress         draw a progress line on stderr when it is a terminal\n"
     "      --workers N        prefetch threads besides the fault thread, which prefetches\n"
-    "                         too between faults (default 2; 0 = faults only, no prefetch)\n"
+    "                         too between faults (default 1; 0 = faults only, no prefetch)\n"
     "      --prefetch-step KIB  bytes per background UFFDIO_COPY, 4..2048 KiB (default\n"
     "                         16): a fault waits for at most one such copy per worker,\n"
     "                         larger steps copy a little faster\n"
@@ -109,7 +109,7 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 	o->images_dir = ".";
 	o->status_fd = -1;
 	o->level = LR_LOG_WARN;
-	o->workers = 2;
+	o->workers = 1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "D:W:o:v::h", long_opts, NULL)) != -1) {
 		switch (c) {
