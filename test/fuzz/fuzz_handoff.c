@@ -110,21 +110,6 @@ static void on_failed(void *arg, const char *why)
 
 /* ---- the peer's side -------------------------------------------------- */
 
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-static bool take(struct input *in, void *buf, size_t n)
-{
-	if (in->left < n)
-		return false;
-	memcpy(buf, in->p, n);
-	in->p += n;
-	in->left -= n;
-	return true;
-}
-
 /*
  * Send without blocking: this thread is also the reader, so once the socket
  * buffer is full (many small messages) the script ends there.

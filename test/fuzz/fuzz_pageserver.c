@@ -178,21 +178,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* ---- the dump from the input ------------------------------------------ */
 
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-static bool take(struct input *in, void *buf, size_t n)
-{
-	if (in->left < n)
-		return false;
-	memcpy(buf, in->p, n);
-	in->p += n;
-	in->left -= n;
-	return true;
-}
-
 static bool listed(uint32_t pid)
 {
 	for (size_t i = 0; i < nr_tasks; i++)
