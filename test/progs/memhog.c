@@ -163,10 +163,20 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
-/* SIGUSR1/SIGTERM are blocked everywhere but in sigsuspend() here, so only this thread takes them. */
-static void serve(const sigset_t *unblocked)
+/*
+ * SIGUSR1/SIGTERM are blocked everywhere but in sigsuspend() here, so only this thread takes them.
+ * A fork child tells its parent on tell_fd once its ready file is written, and the parent writes
+ * its own only then: the harness waits for the parent's, and must see every process's.
+ */
+static void serve(const sigset_t *unblocked, int wait_fd, int tell_fd)
 {
+	char c = 1;
+
+	if (wait_fd >= 0 && (read(wait_fd, &c, 1) != 1 || close(wait_fd)))
+		prog_die("wait for the fork child");
 	write_manifest();
+	if (tell_fd >= 0 && (write(tell_fd, &c, 1) != 1 || close(tell_fd)))
+		prog_die("tell the parent");
 	while (!stop_requested) {
 		if (check_requested) {
 			check_requested = 0;
@@ -237,21 +247,31 @@ int main(int argc, char **argv)
 		if (pthread_create(&t, NULL, idle_thread, NULL))
 			prog_die("pthread_create");
 	}
+	int wait_fd = -1, tell_fd = -1;
 	if (do_fork) {
-		pid_t pid = fork();
+		int p[2];
+		pid_t pid;
 
+		if (pipe(p))
+			prog_die("pipe");
+		pid = fork();
 		if (pid < 0)
 			prog_die("fork");
 		if (pid == 0) {
 			/* The child's copy of the first half of big differs from the parent's. */
 			size_t half = (big_mib << 20) / 2;
 
+			close(p[0]);
+			tell_fd = p[1];
 			regions[0].len = half;
 			regions[0].seed = 100;
 			fill_region(&regions[0]);
 			regions[nr_regions++] = (struct region){big + half, half, 1, K_PATTERN, "big-upper"};
+		} else {
+			close(p[1]);
+			wait_fd = p[0];
 		}
 	}
-	serve(&unblocked);
+	serve(&unblocked, wait_fd, tell_fd);
 	return 0;
 }
