@@ -200,11 +200,8 @@ const struct lr_stats *lr_engine_stats(const struct lr_engine *e)
 /* Lock held: restore finished and nothing left pending or in a worker's hands. */
 static bool all_done(struct lr_engine *e)
 {
-	if (!e->finished)
+	if (!e->finished || lr_pending_work(e))
 		return false;
-	for (size_t i = 0; i < e->nr_tasks; i++)
-		if (!e->tasks[i]->gone && e->tasks[i]->pending.pages)
-			return false;
 	for (unsigned i = 0; i < NR_CLAIMS; i++)
 		if (e->claims[i].t)
 			return false;
@@ -243,7 +240,8 @@ static bool prefer_fault_thread(void)
  * uffds after each step as stock criu does: a fault then waits for at most
  * one step and never for a wake-up, which on this VM's idle vCPUs costs tens
  * of microseconds.  A busy thread must not be real-time (it would starve the
- * restored program), so it leaves SCHED_FIFO at its first prefetch step.
+ * restored program), so it leaves SCHED_FIFO once the restore has finished,
+ * when prefetch begins.
  */
 static void leave_fifo(bool *fifo)
 {
@@ -266,7 +264,7 @@ int lr_engine_run(struct lr_engine *e)
 	fifo = prefer_fault_thread();
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
-		bool stop = e->stop, done = all_done(e);
+		bool stop = e->stop, done = all_done(e), finished = e->finished;
 		if (progress)
 			draw_progress(e);
 		pthread_mutex_unlock(&e->lock);
@@ -292,7 +290,7 @@ int lr_engine_run(struct lr_engine *e)
 			if (lr_drain_uffd(e, t))
 				goto out;
 		}
-		if (fifo && e->finished)
+		if (fifo && finished)
 			leave_fifo(&fifo);
 		busy = lr_prefetch_own_step(e);
 	}

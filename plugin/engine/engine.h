@@ -20,7 +20,7 @@
 struct lr_engine;
 
 struct lr_engine_opts {
-	unsigned workers;	/* prefetch threads; 0 = none (faults only) */
+	unsigned workers;	/* prefetch threads besides the fault thread; 0 = no prefetch */
 	uint64_t prefetch_step; /* bytes per prefetch UFFDIO_COPY; 0 = PREFETCH_STEP */
 	bool progress;		/* draw a progress line on stderr */
 	/*

@@ -5,7 +5,6 @@
  * `copiers`; a copier adds to `copiers` then loads `reading`: at least one of
  * them sees the other, so a copy never enters while the reader is in.
  */
-#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -106,6 +106,8 @@ int lr_fork_ranges(struct lr_engine *e, struct lr_task *parent, struct lr_task *
 
 /* prefetch.c */
 int lr_prefetch_start(struct lr_engine *e);
+/* Lock held: does a live task have pages not installed and not claimed? */
+bool lr_pending_work(struct lr_engine *e);
 /* Fault thread, between faults: one step of its own claim; false if there was nothing to do. */
 bool lr_prefetch_own_step(struct lr_engine *e);
 void lr_prefetch_stop(struct lr_engine *e);

@@ -31,8 +31,7 @@ static struct lr_task *next_task(struct lr_engine *e)
 	return NULL;
 }
 
-/* Lock held: is there anything left to claim? */
-static bool pending_work(struct lr_engine *e)
+bool lr_pending_work(struct lr_engine *e)
 {
 	for (size_t k = 0; k < e->nr_tasks; k++)
 		if (!e->tasks[k]->gone && e->tasks[k]->pending.pages)
@@ -132,7 +131,7 @@ static void *worker(void *arg)
 		pr_debug("prefetch worker keeps its priority: %m");
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
-		while (!e->stop && !(e->finished && pending_work(e)))
+		while (!e->stop && !(e->finished && lr_pending_work(e)))
 			pthread_cond_wait(&e->work, &e->lock);
 		bool stop = e->stop;
 		pthread_mutex_unlock(&e->lock);
