@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "images/image.h"
@@ -128,6 +129,22 @@ static void *handoff_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * `criu restore -d` exits once it has detached from the restored tasks: then
+ * the restore is over (engine.h).  A criu that stays (no -d) or a peer we
+ * can't watch leaves it to the engine's time bound.
+ */
+static int watch_restore(struct lr_engine *e, pid_t peer)
+{
+	int fd = peer > 0 ? (int)syscall(SYS_pidfd_open, peer, 0) : -1;
+
+	if (fd < 0) {
+		pr_warn("can't watch the restore (pid %d) for its end: %s", peer, peer > 0 ? strerror(errno) : "pid unknown");
+		return 0;
+	}
+	return lr_engine_watch_restore(e, fd);
+}
+
 static int finish(struct lr_engine *e, const struct lr_daemon_opts *o, int ret)
 {
 	lr_stats_log_summary(lr_engine_stats(e));
@@ -178,7 +195,7 @@ static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opt
 		return -1;
 	}
 	s.e = lr_engine_create(src, &eo);
-	if (!s.e || pthread_create(&th, NULL, handoff_thread, &s)) {
+	if (!s.e || watch_restore(s.e, peer) || pthread_create(&th, NULL, handoff_thread, &s)) {
 		pr_err("can't start serving the restore");
 		goto out;
 	}

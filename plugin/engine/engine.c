@@ -15,6 +15,8 @@
 #include "plugin/log/log.h"
 
 #define WAKE_TAG NULL
+static char restore_tag;
+#define RESTORE_TAG ((void *)&restore_tag)
 
 struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engine_opts *o)
 {
@@ -24,6 +26,7 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 		return NULL;
 	e->src = src;
 	e->o = *o;
+	e->restore_fd = -1;
 	if (e->o.workers > MAX_WORKERS)
 		e->o.workers = MAX_WORKERS;
 	if (!e->o.prefetch_step || e->o.prefetch_step % PAGE || e->o.prefetch_step > PREFETCH_CHUNK)
@@ -59,6 +62,8 @@ void lr_engine_destroy(struct lr_engine *e)
 		close(e->epfd);
 	if (e->wakefd >= 0)
 		close(e->wakefd);
+	if (e->restore_fd >= 0)
+		close(e->restore_fd);
 	free(e);
 }
 
@@ -139,6 +144,19 @@ out:
 	return ret;
 }
 
+int lr_engine_watch_restore(struct lr_engine *e, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = RESTORE_TAG};
+
+	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		pr_perror("can't watch the restore (fd %d)", fd);
+		close(fd);
+		return -1;
+	}
+	e->restore_fd = fd;
+	return 0;
+}
+
 void lr_engine_restore_finished(struct lr_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
@@ -148,7 +166,26 @@ void lr_engine_restore_finished(struct lr_engine *e)
 	e->stats.t_finished = lr_now();
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);
+	if (e->restore_fd < 0)
+		lr_engine_restore_resumed(e);
 	lr_engine_kick(e);
+}
+
+void lr_engine_restore_resumed(struct lr_engine *e)
+{
+	if (__atomic_exchange_n(&e->resumed, true, __ATOMIC_ACQ_REL))
+		return;
+	pr_debug("the restore is over: prefetch at full strength");
+	lr_engine_kick(e);
+}
+
+/* Lock held: epoll timeout (ms) until the restore is taken as over, -1 if not waiting for it. */
+static int restore_over_in(struct lr_engine *e)
+{
+	if (!e->finished || __atomic_load_n(&e->resumed, __ATOMIC_ACQUIRE))
+		return -1;
+	double left = e->stats.t_finished + RESTORE_OVER_MS / 1e3 - lr_now();
+	return left > 0 ? (int)(left * 1e3) + 1 : 0;
 }
 
 /* Lock held. */
@@ -236,12 +273,12 @@ static bool prefer_fault_thread(void)
 }
 
 /*
- * Between faults the fault thread copies its own prefetch claim, polling its
- * uffds after each step as stock criu does: a fault then waits for at most
- * one step and never for a wake-up, which on this VM's idle vCPUs costs tens
- * of microseconds.  A busy thread must not be real-time (it would starve the
- * restored program), so it leaves SCHED_FIFO once the restore has finished,
- * when prefetch begins.
+ * Once the restore has resumed the tasks, the fault thread copies its own
+ * prefetch claim between faults, polling its uffds after each step as stock
+ * criu does: a fault then waits for at most one step and never for a
+ * wake-up, which on this VM's idle vCPUs costs tens of microseconds.  A busy
+ * thread must not be real-time (it would starve the restored program), so it
+ * leaves SCHED_FIFO then.
  */
 static void leave_fifo(bool *fifo)
 {
@@ -264,7 +301,8 @@ int lr_engine_run(struct lr_engine *e)
 	fifo = prefer_fault_thread();
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
-		bool stop = e->stop, done = all_done(e), finished = e->finished;
+		bool stop = e->stop, done = all_done(e);
+		int over_in = restore_over_in(e);
 		if (progress)
 			draw_progress(e);
 		pthread_mutex_unlock(&e->lock);
@@ -274,13 +312,26 @@ int lr_engine_run(struct lr_engine *e)
 			ret = 0;
 			break;
 		}
-		int n = epoll_wait(e->epfd, evs, 32, busy ? 0 : progress ? 200 : -1);
+		if (over_in == 0) {
+			pr_info("criu still runs %d ms after the restore-finished marker: full-strength prefetch now",
+				RESTORE_OVER_MS);
+			lr_engine_restore_resumed(e);
+		}
+		int timeout = busy ? 0 : progress ? 200 : -1;
+		if (over_in > 0 && (timeout < 0 || over_in < timeout))
+			timeout = over_in;
+		int n = epoll_wait(e->epfd, evs, 32, timeout);
 		if (n < 0 && errno != EINTR) {
 			pr_perror("epoll_wait");
 			break;
 		}
 		for (int i = 0; i < n; i++) {
 			struct lr_task *t = evs[i].data.ptr;
+			if (t == RESTORE_TAG) {
+				epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->restore_fd, NULL);
+				lr_engine_restore_resumed(e);
+				continue;
+			}
 			if (t == WAKE_TAG) {
 				uint64_t v;
 				if (read(e->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -290,9 +341,10 @@ int lr_engine_run(struct lr_engine *e)
 			if (lr_drain_uffd(e, t))
 				goto out;
 		}
-		if (fifo && finished)
+		bool resumed = __atomic_load_n(&e->resumed, __ATOMIC_ACQUIRE);
+		if (fifo && resumed)
 			leave_fifo(&fifo);
-		busy = lr_prefetch_own_step(e);
+		busy = resumed && lr_prefetch_own_step(e);
 	}
 out:
 	pthread_mutex_lock(&e->lock);

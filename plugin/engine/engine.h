@@ -54,8 +54,19 @@ void lr_engine_destroy(struct lr_engine *e);
  * The engine owns uffd from here on, also when this fails.
  */
 int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int uffd, const struct img_mm *mm);
-/* The restore-finished marker came: background prefetch may start. */
+/*
+ * The restore-finished marker came: background prefetch may start, but only
+ * in idle CPU time (SCHED_IDLE workers) until the restore is over, because
+ * criu still has to stop the tasks on sigreturn and detach from them (on 2
+ * cores full-speed prefetch then made `criu restore` return 10-20 ms later).
+ */
 void lr_engine_restore_finished(struct lr_engine *e);
+/*
+ * The restore is over when fd turns readable (a pidfd of `criu restore -d`),
+ * or RESTORE_OVER_MS after the marker at the latest.  The engine owns fd.
+ * Without a watched fd it is over at the marker.
+ */
+int lr_engine_watch_restore(struct lr_engine *e, int fd);
 /* Stop everything and kill the restored tree; why is logged once. */
 void lr_engine_fail(struct lr_engine *e, const char *why);
 

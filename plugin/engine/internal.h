@@ -25,6 +25,8 @@
 #define OWN_CLAIM     MAX_WORKERS /* the fault thread's own prefetch claim */
 #define NR_CLAIMS     (MAX_WORKERS + 1)
 #define PREFETCH_NICE 10
+/* criu took 1-20 ms from the marker to detaching (here, 1 task); bound for a criu that stays */
+#define RESTORE_OVER_MS 200
 
 struct lr_task {
 	int uffd;
@@ -60,6 +62,8 @@ struct lr_engine {
 	struct lr_engine_opts o;
 	int epfd, wakefd;
 	bool finished, stop, failed;
+	bool resumed;	 /* after finished: the restore is over (atomic, no lock needed) */
+	int restore_fd;	 /* readable once the restore is over; -1: none */
 	struct lr_task *hint_task; /* most recent fault, for prefetch order */
 	uint64_t hint_addr;
 	size_t rr; /* round-robin start for prefetch */
@@ -90,6 +94,8 @@ int lr_zeropage(struct lr_engine *e, struct lr_task *t, uint64_t addr);
 void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
 
 /* engine.c */
+/* The restore is over: prefetch at full strength, the fault thread included. */
+void lr_engine_restore_resumed(struct lr_engine *e);
 void lr_task_gone(struct lr_engine *e, struct lr_task *t); /* lock held */
 void lr_engine_kick(struct lr_engine *e);
 /* Lock held.  parent < -1: resumed task, already known to the supervisor. */

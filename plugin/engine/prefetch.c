@@ -7,6 +7,8 @@
  * gate so a fault never waits behind more than one piece.
  */
 #include <errno.h>
+#include <sched.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,15 +122,28 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 	return c->done < len;
 }
 
+/* SCHED_IDLE until the restore has resumed the tasks (engine.h says why); true if idle now. */
+static bool sched_idle(bool on)
+{
+	struct sched_param sp = {.sched_priority = 0};
+	int er = pthread_setschedparam(pthread_self(), on ? SCHED_IDLE : SCHED_OTHER, &sp);
+
+	if (er)
+		pr_debug("prefetch worker can't %s SCHED_IDLE: %s", on ? "enter" : "leave", strerror(er));
+	return on ? !er : !!er;
+}
+
 static void *worker(void *arg)
 {
 	struct lr_worker *w = arg;
 	struct lr_engine *e = w->e;
 	struct lr_claim *c = &e->claims[w->slot];
+	bool idle;
 
 	/* Background work yields the CPU to the restored program (2 cores here). */
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
 		pr_debug("prefetch worker keeps its priority: %m");
+	idle = sched_idle(true);
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		while (!e->stop && !(e->finished && lr_pending_work(e)))
@@ -137,6 +152,8 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&e->lock);
 		if (stop)
 			break;
+		if (idle && __atomic_load_n(&e->resumed, __ATOMIC_ACQUIRE))
+			idle = sched_idle(false);
 		if (!claim(e, c))
 			continue;
 		while (claim_step(e, c, true))

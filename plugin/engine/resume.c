@@ -101,6 +101,7 @@ unlock:
 		"installed",
 		nr, (unsigned long long)left);
 	lr_engine_restore_finished(e);
+	lr_engine_restore_resumed(e); /* the restore was over long before */
 out:
 	free(tasks);
 	return ret;
