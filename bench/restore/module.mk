@@ -6,7 +6,14 @@ $(BENCH_TOUCH): bench/restore/touch.c test/progs/pattern.h test/progs/progs.h
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -o $@ $<
 
-ALL_TARGETS += $(BENCH_TOUCH)
+BENCH_COPYFLOOR := $(BUILD)/bench/copyfloor
+
+$(BENCH_COPYFLOOR): bench/restore/copyfloor.c lib/uffd-compat.h
+	@mkdir -p $(dir $@)
+	@echo "  CC       $<"
+	@$(CC) $(CFLAGS_COMMON) -o $@ $< -lpthread
+
+ALL_TARGETS += $(BENCH_TOUCH) $(BENCH_COPYFLOOR)
 
 .PHONY: bench-restore
 # SIZES (MiB), REPS and PROGRAMS may be overridden: make bench-restore SIZES="256 1024" REPS=5 PROGRAMS=idle

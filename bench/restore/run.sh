@@ -1,7 +1,7 @@
 #!/bin/bash
 # Lazy restore benchmark: ours (build/lazyrestore lazy-pages) against stock
 # `criu lazy-pages`, on the same dump, in the same run, alternating order.
-#   run.sh [--sizes "256 1024 4096"] [--reps 3] [--touches 1000] [--programs "busy idle"]
+#   run.sh [--sizes "256 1024 4096"] [--reps 5] [--touches 1000] [--programs "busy idle"]
 # The restored program touches random pages at once, then checks every word:
 #   busy  the check runs at once, beside the page streaming (it faults too)
 #   idle  the check waits until the daemon has exited (a program that waits)
@@ -9,12 +9,15 @@
 #   restore   time for `criu restore --lazy-pages -d` to return
 #   resident  time from restore start until the daemon exits (all pages resident)
 #   p50/p99   latency of the restored program's first random page touches
+# and, per size, the copy floor: seconds for bench/copyfloor to UFFDIO_COPY the
+# dump's pages with 1 and 2 threads and nothing else running (what the kernel
+# allows here; "all resident" adds the restore itself and the faults).
 # Every run's program checks every word of its memory; a mismatch aborts the bench.
 # LR_ARGS="--prefetch-step 64 ..." passes extra options to lazyrestore lazy-pages.
 set -euo pipefail
 . "$(dirname "$0")/../../test/lib/common.sh"
 
-sizes="256 1024 4096" reps=3 touches=1000 programs="busy idle"
+sizes="256 1024 4096" reps=5 touches=1000 programs="busy idle"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--sizes) sizes=$2; shift 2 ;;
@@ -25,10 +28,13 @@ while [ $# -gt 0 ]; do
 	esac
 done
 TOUCH=$BUILD/bench/touch
+COPYFLOOR=$BUILD/bench/copyfloor
 out=$BUILD/bench/restore
 mkdir -p "$out"
 raw=$out/raw.tsv
 printf 'size_mib\tprogram\tdaemon\trep\trestore_s\tresident_s\tp50_us\tp99_us\tfault_p50_us\tfault_p99_us\tfaults\n' >"$raw"
+floor=$out/floor.tsv
+printf 'size_mib\tthreads\trep\tseconds\n' >"$floor"
 
 now() { date +%s.%N; }
 
@@ -74,6 +80,14 @@ for size in $sizes; do
 	wait_for_file "$w/ready.$pid" 120
 	criu_dump "$pid" "$w/img" || { echo "bench: dump of $size MiB failed" >&2; exit 1; }
 	sync # the dump's writeback would otherwise slow whichever daemon runs first
+	pages=$(ls -S "$w"/img/pages-*.img | head -n1)
+	for rep in $(seq 1 "$reps"); do
+		for threads in 1 2; do
+			s=$("$COPYFLOOR" -f "$pages" -m "$size" -t "$threads") || { echo "bench: copyfloor failed" >&2; exit 1; }
+			printf '%s\t%s\t%s\t%s\n' "$size" "$threads" "$rep" "$s" >>"$floor"
+			echo "  $size MiB copy floor, $threads thread(s), rep $rep: $s s"
+		done
+	done
 	for program in $programs; do
 		for rep in $(seq 1 "$reps"); do
 			# alternate who goes first, so page-cache warmth favours neither
@@ -87,9 +101,10 @@ for size in $sizes; do
 	rm -rf "$w/img"
 done
 
-/usr/bin/python3 - "$raw" <<'PY' | tee "$out/table.txt"
+/usr/bin/python3 - "$raw" "$floor" <<'PY' | tee "$out/table.txt"
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+floor = list(csv.DictReader(open(sys.argv[2]), delimiter="\t"))
 metrics = [("restore_s", "restore returns (s)"), ("resident_s", "all resident (s)"),
            ("p50_us", "first touches p50 (us)"), ("p99_us", "first touches p99 (us)"),
            ("fault_p50_us", "fault p50 (us)"), ("fault_p99_us", "fault p99 (us)"),
@@ -108,4 +123,11 @@ for size in sorted({int(r["size_mib"]) for r in rows}):
             ratio = med["ours"] / med["stock"] if med["stock"] else float("nan")
             print(f"| {size} MiB | {prog} | {label} | {med['stock']:.3f} | {med['ours']:.3f} | {ratio:.2f} |")
 print(f"\nmedians of {n} runs each; raw data: {sys.argv[1]}")
+print("\n| size | UFFDIO_COPY floor, 1 thread (s) | 2 threads (s) |")
+print("|---|---|---|")
+for size in sorted({int(r["size_mib"]) for r in floor}):
+    med = [statistics.median(float(r["seconds"]) for r in floor if int(r["size_mib"]) == size and r["threads"] == t)
+           for t in ("1", "2")]
+    print(f"| {size} MiB | {med[0]:.3f} | {med[1]:.3f} |")
+print(f"copy floor: bench/copyfloor, medians; raw data: {sys.argv[2]}")
 PY

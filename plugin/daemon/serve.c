@@ -139,7 +139,8 @@ static int watch_restore(struct lr_engine *e, pid_t peer)
 	int fd = peer > 0 ? (int)syscall(SYS_pidfd_open, peer, 0) : -1;
 
 	if (fd < 0) {
-		pr_warn("can't watch the restore (pid %d) for its end: %s", peer, peer > 0 ? strerror(errno) : "pid unknown");
+		pr_warn("can't watch the restore (pid %d) for its end: %s", peer,
+			peer > 0 ? strerror(errno) : "pid unknown");
 		return 0;
 	}
 	return lr_engine_watch_restore(e, fd);

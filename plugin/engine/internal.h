@@ -62,8 +62,8 @@ struct lr_engine {
 	struct lr_engine_opts o;
 	int epfd, wakefd;
 	bool finished, stop, failed;
-	bool resumed;	 /* after finished: the restore is over (atomic, no lock needed) */
-	int restore_fd;	 /* readable once the restore is over; -1: none */
+	bool resumed;		   /* after finished: the restore is over (atomic, no lock needed) */
+	int restore_fd;		   /* readable once the restore is over; -1: none */
 	struct lr_task *hint_task; /* most recent fault, for prefetch order */
 	uint64_t hint_addr;
 	size_t rr; /* round-robin start for prefetch */
