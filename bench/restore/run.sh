@@ -38,7 +38,11 @@ printf 'size_mib\tthreads\trep\tseconds\n' >"$floor"
 
 now() { date +%s.%N; }
 
-cleanup() { [ -n "${pid:-}" ] && kill -KILL "$pid" 2>/dev/null; [ -n "${dpid:-}" ] && kill -KILL "$dpid" 2>/dev/null; true; }
+# (if, not &&: under set -e a failing kill of a task already gone would be the script's exit status)
+cleanup() {
+	if [ -n "${pid:-}" ]; then kill -KILL "$pid" 2>/dev/null || true; fi
+	if [ -n "${dpid:-}" ]; then kill -KILL "$dpid" 2>/dev/null || true; fi
+}
 trap cleanup EXIT
 
 # one_run SIZE PROGRAM DAEMON REP: restore the dump in $w/img lazily with DAEMON
