@@ -86,7 +86,9 @@ for size in $sizes; do
 	sync # the dump's writeback would otherwise slow whichever daemon runs first
 	pages=$(ls -S "$w"/img/pages-*.img | head -n1)
 	for rep in $(seq 1 "$reps"); do
-		for threads in 1 2; do
+		# alternate as for the daemons: memory just freed by a run is cheaper for the next
+		if [ $((rep % 2)) = 1 ]; then order="1 2"; else order="2 1"; fi
+		for threads in $order; do
 			s=$("$COPYFLOOR" -f "$pages" -m "$size" -t "$threads") || { echo "bench: copyfloor failed" >&2; exit 1; }
 			printf '%s\t%s\t%s\t%s\n' "$size" "$threads" "$rep" "$s" >>"$floor"
 			echo "  $size MiB copy floor, $threads thread(s), rep $rep: $s s"
