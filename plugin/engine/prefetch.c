@@ -49,8 +49,11 @@ static bool take_chunk(struct lr_engine *e, struct lr_claim *c)
 
 	if (!t || lr_ranges_pick(&t->pending, e->hint_addr, PREFETCH_CHUNK, &r))
 		return false;
-	if (lr_ranges_drop(&t->pending, r.start, r.end))
+	if (lr_ranges_drop(&t->pending, r.start, r.end)) {
+		/* the ranges can't be kept track of: stop, as the fault path does, rather than spin */
+		lr_engine_fail_locked(e, "out of memory in prefetch");
 		return false;
+	}
 	*c = (struct lr_claim){.t = t, .start = r.start, .end = r.end, .img = r.img};
 	e->hint_addr = r.end; /* the next worker continues after this chunk */
 	return true;
