@@ -167,13 +167,13 @@ void lr_engine_restore_finished(struct lr_engine *e)
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);
 	if (e->restore_fd < 0)
-		lr_engine_restore_resumed(e);
+		lr_engine_restore_over(e);
 	lr_engine_kick(e);
 }
 
-void lr_engine_restore_resumed(struct lr_engine *e)
+void lr_engine_restore_over(struct lr_engine *e)
 {
-	if (__atomic_exchange_n(&e->resumed, true, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&e->restore_over, true, __ATOMIC_ACQ_REL))
 		return;
 	pr_debug("the restore is over: prefetch at full strength");
 	lr_engine_kick(e);
@@ -182,7 +182,7 @@ void lr_engine_restore_resumed(struct lr_engine *e)
 /* Lock held: epoll timeout (ms) until the restore is taken as over, -1 if not waiting for it. */
 static int restore_over_in(struct lr_engine *e)
 {
-	if (!e->finished || __atomic_load_n(&e->resumed, __ATOMIC_ACQUIRE))
+	if (!e->finished || __atomic_load_n(&e->restore_over, __ATOMIC_ACQUIRE))
 		return -1;
 	double left = e->stats.t_finished + RESTORE_OVER_MS / 1e3 - lr_now();
 	return left > 0 ? (int)(left * 1e3) + 1 : 0;
@@ -273,12 +273,12 @@ static bool prefer_fault_thread(void)
 }
 
 /*
- * Once the restore has resumed the tasks, the fault thread copies its own
- * prefetch claim between faults, polling its uffds after each step as stock
- * criu does: a fault then waits for at most one step and never for a
- * wake-up, which on this VM's idle vCPUs costs tens of microseconds.  A busy
- * thread must not be real-time (it would starve the restored program), so it
- * leaves SCHED_FIFO then.
+ * Once the restore is over, the fault thread copies its own prefetch claim
+ * between faults, polling its uffds after each step as stock criu does: a
+ * fault then waits for at most one step and never for a wake-up, which on
+ * this VM's idle vCPUs costs tens of microseconds.  A busy thread must not be
+ * real-time (it would starve the restored program), so it leaves SCHED_FIFO
+ * then.
  */
 static void leave_fifo(bool *fifo)
 {
@@ -315,7 +315,7 @@ int lr_engine_run(struct lr_engine *e)
 		if (over_in == 0) {
 			pr_info("criu still runs %d ms after the restore-finished marker: full-strength prefetch now",
 				RESTORE_OVER_MS);
-			lr_engine_restore_resumed(e);
+			lr_engine_restore_over(e);
 		}
 		int timeout = busy ? 0 : progress ? 200 : -1;
 		if (over_in > 0 && (timeout < 0 || over_in < timeout))
@@ -329,7 +329,7 @@ int lr_engine_run(struct lr_engine *e)
 			struct lr_task *t = evs[i].data.ptr;
 			if (t == RESTORE_TAG) {
 				epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->restore_fd, NULL);
-				lr_engine_restore_resumed(e);
+				lr_engine_restore_over(e);
 				continue;
 			}
 			if (t == WAKE_TAG) {
@@ -341,10 +341,10 @@ int lr_engine_run(struct lr_engine *e)
 			if (lr_drain_uffd(e, t))
 				goto out;
 		}
-		bool resumed = __atomic_load_n(&e->resumed, __ATOMIC_ACQUIRE);
-		if (fifo && resumed)
+		bool over = __atomic_load_n(&e->restore_over, __ATOMIC_ACQUIRE);
+		if (fifo && over)
 			leave_fifo(&fifo);
-		busy = resumed && lr_prefetch_own_step(e);
+		busy = over && lr_prefetch_own_step(e);
 	}
 out:
 	pthread_mutex_lock(&e->lock);

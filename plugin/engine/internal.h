@@ -62,7 +62,7 @@ struct lr_engine {
 	struct lr_engine_opts o;
 	int epfd, wakefd;
 	bool finished, stop, failed;
-	bool resumed;		   /* after finished: the restore is over (atomic, no lock needed) */
+	bool restore_over;	   /* criu is done with the tasks (atomic, no lock needed) */
 	int restore_fd;		   /* readable once the restore is over; -1: none */
 	struct lr_task *hint_task; /* most recent fault, for prefetch order */
 	uint64_t hint_addr;
@@ -95,7 +95,7 @@ void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
 
 /* engine.c */
 /* The restore is over: prefetch at full strength, the fault thread included. */
-void lr_engine_restore_resumed(struct lr_engine *e);
+void lr_engine_restore_over(struct lr_engine *e);
 void lr_task_gone(struct lr_engine *e, struct lr_task *t); /* lock held */
 void lr_engine_kick(struct lr_engine *e);
 /* Lock held.  parent < -1: resumed task, already known to the supervisor. */

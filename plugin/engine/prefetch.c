@@ -155,7 +155,7 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&e->lock);
 		if (stop)
 			break;
-		if (idle && __atomic_load_n(&e->resumed, __ATOMIC_ACQUIRE))
+		if (idle && __atomic_load_n(&e->restore_over, __ATOMIC_ACQUIRE))
 			idle = sched_idle(false);
 		if (!claim(e, c))
 			continue;

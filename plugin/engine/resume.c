@@ -100,8 +100,7 @@ unlock:
 	pr_info("resumed %zu tasks from the images and the journal: %llu pages not yet seen "
 		"installed",
 		nr, (unsigned long long)left);
-	lr_engine_restore_finished(e);
-	lr_engine_restore_resumed(e); /* the restore was over long before */
+	lr_engine_restore_finished(e); /* no restore to watch: over at once */
 out:
 	free(tasks);
 	return ret;
