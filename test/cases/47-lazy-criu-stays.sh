@@ -1,0 +1,45 @@
+#!/bin/bash
+# timeout: 180
+# `criu restore --lazy-pages` without -d: criu stays, as the tree's parent,
+# until the tree exits, so ours never sees it exit (its prefetch runs in idle
+# time, then at full strength 200 ms after the marker).  The restored memhog
+# touches nothing until the daemon has exited: every page comes from
+# background prefetch, with criu alive, and the daemon must still finish.
+# Stock is run the same way.
+. "$(dirname "$0")/../lib/lazy.sh"
+
+d=$(scratch lazy-criu-stays)
+LAZY_DIR=$d
+CRIU_PID=
+stays_cleanup() {
+	lazy_cleanup
+	if [ -n "$CRIU_PID" ]; then kill -KILL "$CRIU_PID" 2>/dev/null || true; fi
+}
+trap stays_cleanup EXIT
+
+pid=$(start_memhog "$d" -m 32) || { fail lazy-criu-stays "memhog did not start"; finish; }
+criu_dump "$pid" "$d/img" || { fail lazy-criu-stays-dump "$(first_err "$d/img/dump.log")"; finish; }
+
+for which in stock ours; do
+	name=lazy-criu-stays-$which
+	bin=$CRIU
+	extra=()
+	[ $which = ours ] && bin=$LAZYRESTORE && extra=(--stats "stats-$name.json")
+	wait_tree_gone "$d/img" || { fail "$name" "dumped pids still in use"; continue; }
+	start_lazy "$name" "$bin" "$d/img" "${extra[@]}" || { fail "$name-daemon" "did not start"; continue; }
+	"$CRIU" restore -D "$d/img" --lazy-pages -o "restore-$name.log" -v4 </dev/null >/dev/null 2>&1 &
+	CRIU_PID=$!
+	daemon_ok "$name" "$d/img"
+	if kill -0 "$CRIU_PID" 2>/dev/null; then
+		pass "$name-criu-still-running"
+	else
+		fail "$name-criu-still-running" "criu restore exited before the tree: $(first_err "$d/img/restore-$name.log")"
+	fi
+	check_memhog "$name-memory" "$d"
+	kill_memhogs "$d"
+	wait "$CRIU_PID" 2>/dev/null
+	CRIU_PID=
+	sleep 0.2
+done
+
+finish
