@@ -173,9 +173,12 @@ void lr_engine_restore_finished(struct lr_engine *e)
 
 void lr_engine_restore_over(struct lr_engine *e)
 {
-	if (__atomic_exchange_n(&e->restore_over, true, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&e->restore_over, true, __ATOMIC_SEQ_CST))
 		return;
 	pr_debug("the restore is over: prefetch at full strength");
+	pthread_mutex_lock(&e->lock);
+	lr_prefetch_full_strength(e);
+	pthread_mutex_unlock(&e->lock);
 	lr_engine_kick(e);
 }
 

@@ -116,6 +116,8 @@ int lr_prefetch_start(struct lr_engine *e);
 bool lr_pending_work(struct lr_engine *e);
 /* Fault thread, between faults: one step of its own claim; false if there was nothing to do. */
 bool lr_prefetch_own_step(struct lr_engine *e);
+/* Lock held: the restore is over, the workers leave SCHED_IDLE. */
+void lr_prefetch_full_strength(struct lr_engine *e);
 void lr_prefetch_stop(struct lr_engine *e);
 
 #endif

@@ -125,15 +125,25 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 	return c->done < len;
 }
 
-/* SCHED_IDLE until the restore has resumed the tasks (engine.h says why); true if idle now. */
-static bool sched_idle(bool on)
+/* SCHED_IDLE until the restore is over (engine.h says why); SCHED_OTHER keeps the nice value. */
+static void sched_idle(pthread_t th, bool on)
 {
 	struct sched_param sp = {.sched_priority = 0};
-	int er = pthread_setschedparam(pthread_self(), on ? SCHED_IDLE : SCHED_OTHER, &sp);
+	int er = pthread_setschedparam(th, on ? SCHED_IDLE : SCHED_OTHER, &sp);
 
 	if (er)
 		pr_debug("prefetch worker can't %s SCHED_IDLE: %s", on ? "enter" : "leave", strerror(er));
-	return on ? !er : !!er;
+}
+
+/*
+ * Lock held.  Done for the workers by the thread that learns the restore is
+ * over: a SCHED_IDLE worker starved by a busy machine might not run to see
+ * it, and would hold its claim, so the daemon's exit, for as long.
+ */
+void lr_prefetch_full_strength(struct lr_engine *e)
+{
+	for (unsigned i = 0; i < e->nr_workers; i++)
+		sched_idle(e->workers[i].th, false);
 }
 
 static void *worker(void *arg)
@@ -141,12 +151,16 @@ static void *worker(void *arg)
 	struct lr_worker *w = arg;
 	struct lr_engine *e = w->e;
 	struct lr_claim *c = &e->claims[w->slot];
-	bool idle;
 
 	/* Background work yields the CPU to the restored program (2 cores here). */
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
 		pr_debug("prefetch worker keeps its priority: %m");
-	idle = sched_idle(true);
+	/* Going idle after lr_prefetch_full_strength() ran would be for good: look again after. */
+	if (!__atomic_load_n(&e->restore_over, __ATOMIC_SEQ_CST)) {
+		sched_idle(pthread_self(), true);
+		if (__atomic_load_n(&e->restore_over, __ATOMIC_SEQ_CST))
+			sched_idle(pthread_self(), false);
+	}
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		while (!e->stop && !(e->finished && lr_pending_work(e)))
@@ -155,8 +169,6 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&e->lock);
 		if (stop)
 			break;
-		if (idle && __atomic_load_n(&e->restore_over, __ATOMIC_ACQUIRE))
-			idle = sched_idle(false);
 		if (!claim(e, c))
 			continue;
 		while (claim_step(e, c, true))
@@ -187,25 +199,31 @@ bool lr_prefetch_own_step(struct lr_engine *e)
 
 int lr_prefetch_start(struct lr_engine *e)
 {
+	int ret = 0;
+
+	pthread_mutex_lock(&e->lock); /* against lr_prefetch_full_strength() */
 	for (unsigned i = 0; i < e->o.workers; i++) {
 		e->workers[i] = (struct lr_worker){.e = e, .slot = i};
 		if (pthread_create(&e->workers[i].th, NULL, worker, &e->workers[i])) {
 			pr_err("can't start prefetch worker %u", i);
-			lr_engine_fail(e, "prefetch workers unavailable");
-			return -1;
+			lr_engine_fail_locked(e, "prefetch workers unavailable");
+			ret = -1;
+			break;
 		}
 		e->nr_workers = i + 1;
 	}
-	return 0;
+	pthread_mutex_unlock(&e->lock);
+	return ret;
 }
 
 void lr_prefetch_stop(struct lr_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
 	e->stop = true;
+	unsigned n = e->nr_workers;
+	e->nr_workers = 0; /* no lr_prefetch_full_strength() on threads being joined */
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);
-	for (unsigned i = 0; i < e->nr_workers; i++)
+	for (unsigned i = 0; i < n; i++)
 		pthread_join(e->workers[i].th, NULL);
-	e->nr_workers = 0;
 }
