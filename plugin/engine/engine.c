@@ -261,7 +261,7 @@ static void draw_progress(struct lr_engine *e)
 
 /*
  * Faults first: on 2 cores the prefetch workers would otherwise keep the fault
- * thread waiting for a CPU.  Until the restore has finished a real-time class
+ * thread waiting for a CPU.  Until the restore is over a real-time class
  * cannot starve anything: the thread sleeps in epoll_wait unless a fault or
  * event is pending.
  */
@@ -283,13 +283,12 @@ static bool prefer_fault_thread(void)
  * real-time (it would starve the restored program), so it leaves SCHED_FIFO
  * then.
  */
-static void leave_fifo(bool *fifo)
+static void leave_fifo(void)
 {
 	struct sched_param sp = {.sched_priority = 0};
 
-	if (*fifo && pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp))
+	if (pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp))
 		pr_debug("fault thread stays SCHED_FIFO");
-	*fifo = false;
 }
 
 int lr_engine_run(struct lr_engine *e)
@@ -345,8 +344,10 @@ int lr_engine_run(struct lr_engine *e)
 				goto out;
 		}
 		bool over = __atomic_load_n(&e->restore_over, __ATOMIC_ACQUIRE);
-		if (fifo && over)
-			leave_fifo(&fifo);
+		if (fifo && over) {
+			leave_fifo();
+			fifo = false;
+		}
 		busy = over && lr_prefetch_own_step(e);
 	}
 out:
