@@ -30,6 +30,7 @@
 #include <linux/capability.h>
 
 #include "lib/uffd-compat.h"
+#include "plugin/cli/check-util.h"
 #include "plugin/cli/commands.h"
 
 #ifndef MADV_COLLAPSE
@@ -494,17 +495,6 @@ static void probe_caps_pipes(void)
 		set(pms, have || strtoull(buf, NULL, 10) >= (4ULL << 20), "%s", buf);
 }
 
-/* "always [madvise] never" -> "madvise" */
-static void bracketed(const char *s, char *out, size_t size)
-{
-	const char *a = strchr(s, '['), *b = a ? strchr(a, ']') : NULL;
-
-	if (!a || !b)
-		snprintf(out, size, "%s", s);
-	else
-		snprintf(out, size, "%.*s", (int)(b - a - 1), a + 1);
-}
-
 static void probe_thp(void)
 {
 	struct fact *en = add("thp_enabled", "THP enabled", false,
@@ -520,13 +510,13 @@ static void probe_thp(void)
 	if (read_small("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf))) {
 		set(en, false, "%s", strerror(errno));
 	} else {
-		bracketed(buf, mode, sizeof(mode));
+		check_bracketed(buf, mode, sizeof(mode));
 		set(en, strcmp(mode, "never"), "%s", mode);
 	}
 	if (read_small("/sys/kernel/mm/transparent_hugepage/defrag", buf, sizeof(buf))) {
 		set(df, false, "%s", strerror(errno));
 	} else {
-		bracketed(buf, mode, sizeof(mode));
+		check_bracketed(buf, mode, sizeof(mode));
 		set(df, true, "%s", mode);
 	}
 
@@ -784,36 +774,20 @@ static void probe_criu(int hwbp)
 
 /* ---- output ------------------------------------------------------------------------------ */
 
-static void json_str(FILE *o, const char *s)
-{
-	fputc('"', o);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(o, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(o, "\\u%04x", ch);
-		else
-			fputc(ch, o);
-	}
-	fputc('"', o);
-}
-
 static void print_json(FILE *o)
 {
 	fprintf(o, "{\"host\": {\"cpu\": ");
-	json_str(o, host_cpu);
+	check_json_str(o, host_cpu);
 	fprintf(o, ", \"kernel\": ");
-	json_str(o, host_kernel);
+	check_json_str(o, host_kernel);
 	fprintf(o, "}, \"facts\": [");
 	for (size_t i = 0; i < nr_facts; i++) {
 		fprintf(o, "%s\n  {\"name\": ", i ? "," : "");
-		json_str(o, facts[i].name);
+		check_json_str(o, facts[i].name);
 		fprintf(o, ", \"ok\": %s, \"value\": ", facts[i].ok ? "true" : "false");
-		json_str(o, facts[i].value);
+		check_json_str(o, facts[i].value);
 		fprintf(o, ", \"consequence\": ");
-		json_str(o, facts[i].consequence);
+		check_json_str(o, facts[i].consequence);
 		fputc('}', o);
 	}
 	fprintf(o, "\n]}\n");
