@@ -651,12 +651,22 @@ static int run_bounded(char *const argv[], long ms, char *out, size_t size)
 		}
 	}
 	close(p[0]);
-	if (wait_bounded(pid, deadline - now_ms() > 0 ? deadline - now_ms() : 0, &st)) {
-		kill(-pid, SIGKILL);
-		kill_reap(pid);
-		return -2;
+	/* Exited (seen without reaping, so its pid and group id stay ours), or late: kill its group. */
+	for (;;) {
+		siginfo_t si = {0};
+
+		if (!waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid)
+			break;
+		if (now_ms() >= deadline) {
+			kill(-pid, SIGKILL);
+			kill_reap(pid);
+			return -2;
+		}
+		sleep_ms(2);
 	}
 	kill(-pid, SIGKILL); /* anything it left in its group */
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
 	ret = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	return ret;
 }
