@@ -28,3 +28,9 @@ $(LR_GATE_UNIT): plugin/tests/test_gate.c plugin/engine/gate.c plugin/engine/gat
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) -lpthread -lcmocka
 TEST_BINS += $(LR_UNIT) $(LR_GATE_UNIT)
+LR_CHECK_UNIT := $(BUILD)/unit/test_check
+$(LR_CHECK_UNIT): plugin/cli/tests/test_check.c plugin/cli/check-util.c plugin/cli/check-util.h
+	@mkdir -p $(dir $@)
+	@echo "  CC       $<"
+	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) -lcmocka
+TEST_BINS += $(LR_CHECK_UNIT)
