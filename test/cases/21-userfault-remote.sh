@@ -14,12 +14,12 @@ pid=$(start_memhog "$d" -m 64) && criu_dump "$pid" "$d/img" || { fail uf-remote-
 read -r start len seed _ <"$d/manifest.$pid"
 
 serve() { # NAME: our page server on a free loopback port, sets $port
-	rm -f "$d/st" && mkfifo "$d/st"
+	status_open "$d/st" || return 1
 	bounded_start -o "$d/ps-$1.out" "lazyrestore page-server ($1)" "$d/ps-$1.log" \
 		"$LAZYRESTORE" page-server -D "$d/img" --address 127.0.0.1 --port 0 -o "$d/ps-$1.log" \
-		--status-fd 3 3<>"$d/st"
+		--status-fd 3 3>"$d/st"
 	spid=$BOUNDED_PID
-	run_bounded -o /dev/null 30 "the status byte of lazyrestore page-server ($1)" "$d/ps-$1.log" head -c1 "$d/st"
+	status_byte 30 "the status byte of lazyrestore page-server ($1)" "$d/ps-$1.log" "$spid"
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$d/ps-$1.out")
 }
 

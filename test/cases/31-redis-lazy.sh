@@ -15,14 +15,14 @@ at_exit redis_cleanup
 # line) and wait for its --status-fd byte, i.e. until it listens.
 start_daemon() {
 	local name=$1 bin=$2 byte
-	rm -f "$d/status" && mkfifo "$d/status" || return 1
+	status_open "$d/status" || return 1
 	bounded_start -o "$d/$name.out" "$(basename "$bin") lazy-pages ($name)" "$d/img/lazy-pages-$name.log" \
 		"$bin" lazy-pages --no-default-config --images-dir "$d/img" --log-file "lazy-pages-$name.log" \
-		--verbosity=4 --status-fd 9 9<>"$d/status"
+		--verbosity=4 --status-fd 9 9>"$d/status"
 	LAZY_PID=$BOUNDED_PID
-	run_bounded -o "$d/status.byte" 30 "the status byte of $(basename "$bin") lazy-pages ($name)" \
-		"$d/img/lazy-pages-$name.log" head -c1 "$d/status"
-	byte=$(od -An -tx1 "$d/status.byte" | tr -d ' \n')
+	status_byte 30 "the status byte of $(basename "$bin") lazy-pages ($name)" \
+		"$d/img/lazy-pages-$name.log" "$LAZY_PID"
+	byte=$STATUS_BYTE
 	if [ "$byte" != 00 ]; then
 		fail "redis-lazy-$name-daemon" "no status byte from '$bin lazy-pages' in 30 s (got '$byte')"
 		return 1

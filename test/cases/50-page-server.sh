@@ -13,13 +13,13 @@ pid=$(start_memhog "$d" -m 32 -f -t 1) && criu_dump "$pid" "$d/img" || { fail pa
 
 # start_server NAME: our page server on a free loopback port; sets $port, $spid
 start_server() {
-	rm -f "$d/ps-$1.out" "$d/st"
-	mkfifo "$d/st"
+	rm -f "$d/ps-$1.out"
+	status_open "$d/st" || return 1
 	bounded_start -o "$d/ps-$1.out" "lazyrestore page-server ($1)" "$d/ps-$1.log" \
 		"$LAZYRESTORE" page-server -D "$d/img" --address 127.0.0.1 --port 0 -o "$d/ps-$1.log" -v4 \
-		--status-fd 3 3<>"$d/st"
+		--status-fd 3 3>"$d/st"
 	spid=$BOUNDED_PID
-	run_bounded -o /dev/null 30 "the status byte of lazyrestore page-server ($1)" "$d/ps-$1.log" head -c1 "$d/st"
+	status_byte 30 "the status byte of lazyrestore page-server ($1)" "$d/ps-$1.log" "$spid"
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$d/ps-$1.out")
 }
 
@@ -33,12 +33,12 @@ server_exit() {
 
 # 1. A real remote lazy restore: stock criu lazy-pages fetches every page from us.
 start_server remote
-rm -f "$d/st2" && mkfifo "$d/st2"
+status_open "$d/st2"
 bounded_start "criu lazy-pages --page-server (remote)" "$d/img/lazy-remote.log" \
 	"$CRIU" lazy-pages -D "$d/img" --page-server --address 127.0.0.1 --port "$port" -o lazy-remote.log -v4 \
-	--status-fd 3 3<>"$d/st2"
+	--status-fd 3 3>"$d/st2"
 lpid=$BOUNDED_PID
-run_bounded -o /dev/null 30 "the status byte of criu lazy-pages --page-server" "$d/img/lazy-remote.log" head -c1 "$d/st2"
+status_byte 30 "the status byte of criu lazy-pages --page-server" "$d/img/lazy-remote.log" "$lpid"
 if criu_restore remote "$d/img" --lazy-pages -d; then
 	check_memhog page-server-remote-restore "$d"
 else

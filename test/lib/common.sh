@@ -110,11 +110,10 @@ _bound_from_subshell() {
 _bound_sweep() {
 	local pid f
 	for pid in "${!_BOUND_STEP[@]}"; do _bound_kill "$pid"; done
-	for f in /proc/[0-9]*/environ; do
+	for f in $(grep -lzx "LR_CASE_TOKEN=$LR_CASE_TOKEN" /proc/[0-9]*/environ 2>/dev/null); do
 		pid=${f#/proc/}
 		pid=${pid%/environ}
-		[ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] && continue
-		grep -qzx "LR_CASE_TOKEN=$LR_CASE_TOKEN" "$f" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+		[ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] || kill -KILL "$pid" 2>/dev/null
 	done
 	return 0
 }
@@ -217,6 +216,27 @@ wait_until() {
 	secs=$(_bound_secs "$1") step=$2 log=$3
 	shift 3
 	_bound_poll "$secs" "$@" || _bound_hit "$step" "$secs" "$log" "$kill"
+}
+
+# A daemon's --status-fd byte.  status_open FIFO makes the fifo and holds it
+# open (read-write, so that neither side blocks and a byte written before it
+# is read is kept); start the daemon with "--status-fd N N>FIFO"; then
+# status_byte SECONDS STEP LOG PID sets STATUS_BYTE to the byte in hex (""
+# if PID exited without one; a stuck step if neither comes within SECONDS)
+# and closes the fifo.  Both in the case's main shell, not in $(...).
+STATUS_FD= STATUS_BYTE=
+status_open() {
+	rm -f "$1" && mkfifo "$1" || return 1
+	exec {STATUS_FD}<>"$1"
+}
+_status_or_exit() { read -r -t 0 -u "$STATUS_FD" || ! kill -0 "$1" 2>/dev/null; }
+status_byte() {
+	wait_until "$1" "$2" "$3" _status_or_exit "$4"
+	STATUS_BYTE=
+	if read -r -t 0 -u "$STATUS_FD"; then
+		STATUS_BYTE=$(head -c1 <&"$STATUS_FD" | od -An -tx1 | tr -d ' \n')
+	fi
+	exec {STATUS_FD}<&-
 }
 
 # wait_for_file FILE [SECONDS]

@@ -8,7 +8,7 @@ LAZY_PID=
 
 # start_lazy NAME BIN IMGDIR [extra args]: start "BIN lazy-pages" with zdtm's
 # command line (bounded_start: its own group, killed when the case ends) and
-# wait up to 30 s for its --status-fd byte (it listens then).  The log goes to
+# wait up to LAZY_START_BOUND (30 s) for its --status-fd byte (it listens then).  The log goes to
 # the work dir (IMGDIR unless -W is among the extra args).
 start_lazy() {
 	local name=$1 bin=$2 img=$3 byte fifo log work
@@ -17,15 +17,14 @@ start_lazy() {
 	[[ " $* " =~ \ -W\ ([^ ]*) ]] && work=${BASH_REMATCH[1]}
 	log=$work/lazy-pages-$name.log
 	fifo=$img/status-$name
-	rm -f "$fifo" "$fifo.byte" && mkfifo "$fifo" || return 1
-	# read-write: opening the fifo does not block; the daemon then holds its only writer
+	status_open "$fifo" || return 1
 	bounded_start -o "$img/lazy-$name.out" "$(basename "$bin") lazy-pages ($name)" "$log" \
 		"$bin" lazy-pages --no-default-config --images-dir "$img" --log-file "lazy-pages-$name.log" \
-		--verbosity=4 --status-fd 9 "$@" 9<>"$fifo"
+		--verbosity=4 --status-fd 9 "$@" 9>"$fifo"
 	LAZY_PID=$BOUNDED_PID
-	run_bounded -o "$fifo.byte" 30 "the status byte of $(basename "$bin") lazy-pages ($name)" "$log" \
-		head -c1 "$fifo"
-	byte=$(od -An -tx1 "$fifo.byte" | tr -d ' \n')
+	status_byte "${LAZY_START_BOUND:-30}" "the status byte of $(basename "$bin") lazy-pages ($name)" \
+		"$log" "$LAZY_PID"
+	byte=$STATUS_BYTE
 	[ "$byte" = 00 ] || { echo "no status byte from $bin lazy-pages (got '$byte')"; return 1; }
 }
 
