@@ -64,7 +64,7 @@ run_one() { # name timeout cmd...
 }
 
 filter=${TESTS:-.}
-echo "criu: CRIU_FAULT=${CRIU_FAULT-(unset: criu's own choice of breakpoint path)}"
+echo "criu: CRIU_FAULT=${CRIU_FAULT-(unset: criu chooses its breakpoint path)}"
 for bin in "$@"; do
 	name=$(basename "$bin")
 	[[ $name =~ $filter ]] || continue

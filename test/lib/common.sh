@@ -152,7 +152,7 @@ _bound_spawn() {
 _bound_gone() { ! kill -0 "$1" 2>/dev/null; }
 
 run_bounded() {
-	local out= secs step log pid rc
+	local out='' secs step log pid rc
 	[ "$1" = -o ] && out=$2 && shift 2
 	secs=$(_bound_secs "$1") step=$2 log=$3
 	shift 3
@@ -170,7 +170,7 @@ run_bounded() {
 }
 
 bounded_start() {
-	local out=
+	local out=''
 	[ "$1" = -o ] && out=$2 && shift 2
 	local step=$1 log=$2
 	shift 2
@@ -211,7 +211,7 @@ bounded_reap() {
 
 # wait_until [-k PID] SECONDS STEP LOG CMD...: -k: the group to kill on a hit
 wait_until() {
-	local kill= secs step log
+	local kill='' secs step log
 	[ "$1" = -k ] && kill=$2 && shift 2
 	secs=$(_bound_secs "$1") step=$2 log=$3
 	shift 3
@@ -224,7 +224,8 @@ wait_until() {
 # status_byte SECONDS STEP LOG PID sets STATUS_BYTE to the byte in hex (""
 # if PID exited without one; a stuck step if neither comes within SECONDS)
 # and closes the fifo.  Both in the case's main shell, not in $(...).
-STATUS_FD= STATUS_BYTE=
+STATUS_FD=''
+STATUS_BYTE=''
 status_open() {
 	rm -f "$1" && mkfifo "$1" || return 1
 	exec {STATUS_FD}<>"$1"
