@@ -21,7 +21,7 @@ scratch() {
 
 # ---- bounds: no step of a case waits without one ---------------------------
 # Every criu, daemon and program a case starts runs in its own process group
-# (setsid) under a bound.  A step that hits its bound ends the case at once
+# under a bound.  A step that hits its bound ends the case at once
 # with ONE line,
 #   FAIL: CASE: STEP did not finish in Ns; last log line: LINE
 # and everything the case started is killed (the step's group, every group
@@ -131,22 +131,28 @@ trap _bound_from_subshell USR2
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# _bound_spawn OUT IN CMD...: CMD in its own session and process group, in
-# the background, stdin from fd IN (the caller's stdin) or /dev/null if empty,
-# stdout/stderr to OUT unless it is empty; sets BOUNDED_PID.
+# _bound_spawn OUT IN CMD...: CMD in its own process group (same session: a
+# session of its own would be an autogroup of its own, which changes how the
+# scheduler shares the CPUs with the case's other processes), in the
+# background, stdin from fd IN (the caller's stdin) or /dev/null if empty,
+# stdout/stderr to OUT unless it is empty; sets BOUNDED_PID (CMD's own pid:
+# perl execs it in place).
+_BOUND_PGRP=(perl -e 'setpgrp(0, 0) or die "setpgrp: $!\n"; exec { $ARGV[0] } @ARGV; die "exec $ARGV[0]: $!\n"')
 _bound_spawn() {
-	local out=$1 in=$2
+	local out=$1 in=$2 own=''
 	shift 2
-	if [ -n "$out" ] && [ -n "$in" ]; then
-		setsid -w "$@" <&"$in" >"$out" 2>&1 &
-	elif [ -n "$out" ]; then
-		setsid -w "$@" >"$out" 2>&1 &
-	elif [ -n "$in" ]; then
-		setsid -w "$@" <&"$in" &
+	if [ -z "$in" ]; then
+		exec {in}</dev/null
+		own=1
+	fi
+	if [ -n "$out" ]; then
+		"${_BOUND_PGRP[@]}" "$@" <&"$in" {in}<&- >"$out" 2>&1 &
 	else
-		setsid -w "$@" &
+		"${_BOUND_PGRP[@]}" "$@" <&"$in" {in}<&- &
 	fi
 	BOUNDED_PID=$!
+	[ -n "$own" ] && exec {in}<&-
+	return 0
 }
 
 _bound_gone() { ! kill -0 "$1" 2>/dev/null; }
