@@ -8,6 +8,12 @@
 # counts as one test, judged by its exit status (77 = skipped).
 # TESTS=REGEX runs only the cases whose file name matches.
 # Ends with one line: "N passed, N failed, N skipped".
+# Every step inside a case has a bound of its own (test/lib/common.sh: a
+# stuck criu ends its case within about a minute, with one line naming the
+# step).  The per-case "# timeout:" (default 600 s) and UNIT_TIMEOUT (180 s
+# per unit-test binary) are the last resort only.  CRIU_FAULT, when the
+# caller sets it, reaches every criu unchanged; no case sets it itself
+# (except 15-breakpoint-paths, which runs both ways on purpose).
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 LOGDIR=$TOP/build/test-logs
@@ -50,16 +56,19 @@ run_one() { # name timeout cmd...
 	printf '%-44s ' "$name"
 	timeout --kill-after=10 "$tmo" "$@" >"$log" 2>&1
 	status=$?
-	[ $status -eq 124 ] && echo "FAIL: $name: timed out after ${tmo}s" >>"$log"
+	if [ $status -eq 124 ] || [ $status -eq 137 ]; then
+		echo "FAIL: $name: did not finish in ${tmo}s (the runner's last-resort timeout); last log line: $(grep -v '^[[:space:]]*$' "$log" | tail -n1 | cut -c1-400)" >>"$log"
+	fi
 	printf '%s (%ds)\n' "$([ $status -eq 0 ] && echo ok || ([ $status -eq 77 ] && echo skipped) || echo "FAILED status $status")" $(($(date +%s) - start))
 	count_output "$name" "$log" "$status"
 }
 
 filter=${TESTS:-.}
+echo "criu: CRIU_FAULT=${CRIU_FAULT-(unset: criu chooses its breakpoint path)}"
 for bin in "$@"; do
 	name=$(basename "$bin")
 	[[ $name =~ $filter ]] || continue
-	run_one "$name" 300 "$bin"
+	run_one "$name" "${UNIT_TIMEOUT:-180}" "$bin"
 done
 for t in "$TOP"/test/cases/*.sh; do
 	[ -x "$t" ] || continue

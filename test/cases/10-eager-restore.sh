@@ -6,7 +6,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 
 d=$(scratch eager-restore)
-trap 'kill_memhogs "$d"' EXIT
+at_exit 'kill_memhogs "$d"'
 
 pid=$(start_memhog "$d" -m 64 -f -t 2) || { fail eager-restore "memhog did not start"; finish; }
 check_memhog eager-before-dump "$d" || finish
@@ -19,10 +19,10 @@ fi
 "$LAZYRESTORE" show "$d/img" >"$d/show.txt" && grep -q "^task $pid " "$d/show.txt" && pass show-dump ||
 	fail show-dump "lazyrestore show failed on a fresh dump"
 
-if "$CRIU" restore -D "$d/img" -d -o restore.log -v4; then
+if criu_restore eager "$d/img" -d; then
 	pass eager-restore
 	check_memhog eager-memory-after-restore "$d"
 else
-	fail eager-restore "criu restore failed: $(grep -m1 Error "$d/img/restore.log")"
+	fail eager-restore "criu restore failed: $(grep -m1 Error "$d/img/restore-eager.log")"
 fi
 finish

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 
 d=$(scratch show)
-trap 'kill_memhogs "$d"' EXIT
+at_exit 'kill_memhogs "$d"'
 pid=$(start_memhog "$d" -m 8 -f -t 1) && criu_dump "$pid" "$d/img" || { fail show-setup "cannot dump memhog"; finish; }
 
 if "$LAZYRESTORE" show --json "$d/img" >"$d/show.json" &&

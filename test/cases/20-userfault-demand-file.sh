@@ -4,12 +4,12 @@
 # demand-paged from a file in the SIGBUS handler, every byte verified.  Run
 # at 64 MiB here; the 1 GiB figure is in lib/userfault/README.md.
 set -u
-TOP=$(cd "$(dirname "$0")/../.." && pwd)
-BIN=$TOP/build/bin/uf-demand-file
+. "$(dirname "$0")/../lib/common.sh"
+BIN=$BUILD/bin/uf-demand-file
 MIB=64
 fail=0
 work=$(mktemp -d /tmp/uf-demand-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+at_exit 'rm -rf "$work"'
 
 if [ ! -x "$BIN" ]; then
 	echo "FAIL: uf-demand-file: $BIN not built (run make)"
@@ -20,7 +20,7 @@ fi
 run() {
 	local name=$1 faults=$2 out
 	shift 2
-	if ! out=$("$BIN" -s $MIB -d "$work" "$@" 2>&1); then
+	if ! out=$(run_bounded 120 "uf-demand-file $name" /dev/null "$BIN" -s $MIB -d "$work" "$@" 2>&1); then
 		if grep -q 'cannot open a userfaultfd' <<<"$out"; then
 			echo "SKIP: $name: no userfaultfd here: $out"
 			return
@@ -49,7 +49,7 @@ run demand-file-thread-mode $((MIB * 1024 / 4)) -c 4 -T -r
 
 # A flipped byte in the file must be caught and named by its word offset.
 off=$(((MIB << 20) / 3 + 5))
-if out=$("$BIN" -s $MIB -d "$work" -x $off 2>&1); then
+if out=$(run_bounded 120 "uf-demand-file with a flipped byte" /dev/null "$BIN" -s $MIB -d "$work" -x $off 2>&1); then
 	echo "FAIL: demand-file-detects-corruption: exit 0 with byte $off flipped: $out"
 	fail=1
 elif grep -q "word at byte offset $((off / 8 * 8)) is" <<<"$out"; then
@@ -62,7 +62,7 @@ fi
 # Bad options: refused with a message naming the option, exit 2.
 for bad in "-s 0" "-c 3" "-c 12" "-s x" "-x -1" "-x 9z" "-T -c 64"; do
 	# shellcheck disable=SC2086 # word splitting of the option is wanted
-	out=$("$BIN" -d "$work" $bad 2>&1)
+	out=$(run_bounded 30 "uf-demand-file $bad" /dev/null "$BIN" -d "$work" $bad 2>&1)
 	st=$?
 	if [ $st -eq 2 ] && grep -q 'bad ' <<<"$out"; then
 		echo "PASS: demand-file-rejects '$bad'"

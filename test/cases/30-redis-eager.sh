@@ -7,10 +7,10 @@
 . "$TOP/test/lib/redis.sh"
 
 d=$(scratch redis-eager)
-trap redis_cleanup EXIT
+at_exit redis_cleanup
 
 redis_prepare redis-eager "$d" || finish
-if "$CRIU" restore -D "$d/img" -d -o restore.log -v4; then
+if criu_restore eager "$d/img" -d; then
 	pass redis-eager-restore
 	check_redis_pid redis-eager "$DUMPED_PID"
 	check_redis redis-eager "$d"
@@ -20,6 +20,6 @@ if "$CRIU" restore -D "$d/img" -d -o restore.log -v4; then
 		fail redis-eager-writable "SET/GET after restore failed"
 	fi
 else
-	fail redis-eager-restore "criu restore failed: $(first_error "$d/img/restore.log")"
+	fail redis-eager-restore "criu restore failed: $(first_error "$d/img/restore-eager.log")"
 fi
 finish

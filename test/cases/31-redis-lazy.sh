@@ -9,21 +9,20 @@
 
 d=$(scratch redis-lazy)
 LAZY_PID=
-lazy_cleanup() {
-	[ -n "$LAZY_PID" ] && kill -KILL "$LAZY_PID" 2>/dev/null
-	redis_cleanup
-}
-trap lazy_cleanup EXIT
+at_exit redis_cleanup
 
 # start_daemon NAME BIN: start "BIN lazy-pages" on the dump (zdtm's command
 # line) and wait for its --status-fd byte, i.e. until it listens.
 start_daemon() {
 	local name=$1 bin=$2 byte
-	rm -f "$d/status" && mkfifo "$d/status" || return 1
-	"$bin" lazy-pages --no-default-config --images-dir "$d/img" --log-file "lazy-pages-$name.log" \
-		--verbosity=4 --status-fd 9 9>"$d/status" </dev/null >"$d/$name.out" 2>&1 &
-	LAZY_PID=$!
-	byte=$(timeout 30 head -c1 "$d/status" | od -An -tx1 | tr -d ' \n')
+	status_open "$d/status" || return 1
+	bounded_start -o "$d/$name.out" "$(basename "$bin") lazy-pages ($name)" "$d/img/lazy-pages-$name.log" \
+		"$bin" lazy-pages --no-default-config --images-dir "$d/img" --log-file "lazy-pages-$name.log" \
+		--verbosity=4 --status-fd 9 9>"$d/status"
+	LAZY_PID=$BOUNDED_PID
+	status_byte 30 "the status byte of $(basename "$bin") lazy-pages ($name)" \
+		"$d/img/lazy-pages-$name.log" "$LAZY_PID"
+	byte=$STATUS_BYTE
 	if [ "$byte" != 00 ]; then
 		fail "redis-lazy-$name-daemon" "no status byte from '$bin lazy-pages' in 30 s (got '$byte')"
 		return 1
@@ -33,12 +32,7 @@ start_daemon() {
 # wait_daemon NAME: the daemon must exit 0 once every page is in.
 wait_daemon() {
 	local name=$1 rc
-	for _ in $(seq 600); do kill -0 "$LAZY_PID" 2>/dev/null || break; sleep 0.1; done
-	if kill -0 "$LAZY_PID" 2>/dev/null; then
-		fail "redis-lazy-$name-daemon" "still running 60 s after restore"
-		return 1
-	fi
-	wait "$LAZY_PID"
+	bounded_wait 60 "$LAZY_PID"
 	rc=$?
 	LAZY_PID=
 	if [ $rc -eq 0 ]; then
@@ -52,7 +46,7 @@ wait_daemon() {
 lazy_restore() {
 	local name=$1 bin=$2 lazy
 	start_daemon "$name" "$bin" || return 1
-	if ! "$CRIU" restore -D "$d/img" --lazy-pages -d -o "restore-$name.log" -v4; then
+	if ! criu_restore "$name" "$d/img" --lazy-pages -d; then
 		fail "redis-lazy-$name-restore" "criu restore --lazy-pages failed: $(first_error "$d/img/restore-$name.log")"
 		return 1
 	fi

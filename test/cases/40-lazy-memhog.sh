@@ -7,7 +7,7 @@
 
 d=$(scratch lazy-memhog)
 LAZY_DIR=$d
-trap lazy_cleanup EXIT
+at_exit lazy_cleanup
 
 pid=$(start_memhog "$d" -m 64 -f -t 2) || { fail lazy-memhog "memhog did not start"; finish; }
 criu_dump "$pid" "$d/img" || { fail lazy-memhog-dump "$(first_err "$d/img/dump.log")"; finish; }

@@ -7,10 +7,10 @@
 
 d=$(scratch lazy-1g)
 LAZY_DIR=$d
-trap lazy_cleanup EXIT
+at_exit lazy_cleanup
 
 pid=$(start_memhog "$d" -m 1024) || { fail lazy-1g "memhog did not start"; finish; }
-criu_dump "$pid" "$d/img" || { fail lazy-1g-dump "$(first_err "$d/img/dump.log")"; finish; }
+DUMP_BOUND=180 criu_dump "$pid" "$d/img" || { fail lazy-1g-dump "$(first_err "$d/img/dump.log")"; finish; }
 both_daemons lazy-1g "$d/img" "$d" check_memhog
 stats=$d/img/stats-lazy-1g-ours.json
 total=$(sed -n 's/.*"total_pages": \([0-9]*\).*/\1/p' "$stats")

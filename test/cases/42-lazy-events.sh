@@ -10,7 +10,7 @@
 
 d=$(scratch lazy-events)
 LAZY_DIR=$d
-trap lazy_cleanup EXIT
+at_exit lazy_cleanup
 
 pid=$(start_lazy_prog "$d" -M events) || { fail lazy-events "lazy-events did not start"; finish; }
 criu_dump "$pid" "$d/img" || { fail lazy-events-dump "$(first_err "$d/img/dump.log")"; finish; }

@@ -7,7 +7,7 @@
 
 d=$(scratch lazy-tree)
 LAZY_DIR=$d
-trap lazy_cleanup EXIT
+at_exit lazy_cleanup
 
 pid=$(start_lazy_prog "$d" -M tree -m 96) || { fail lazy-tree "lazy-events -M tree did not start"; finish; }
 criu_dump "$pid" "$d/img" || { fail lazy-tree-dump "$(first_err "$d/img/dump.log")"; finish; }

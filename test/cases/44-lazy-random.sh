@@ -7,7 +7,7 @@
 
 d=$(scratch lazy-random)
 LAZY_DIR=$d
-trap lazy_cleanup EXIT
+at_exit lazy_cleanup
 
 pid=$(start_lazy_prog "$d" -M random -m 256 -n 4000) || { fail lazy-random "lazy-events -M random did not start"; finish; }
 criu_dump "$pid" "$d/img" || { fail lazy-random-dump "$(first_err "$d/img/dump.log")"; finish; }

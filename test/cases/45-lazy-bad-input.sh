@@ -9,7 +9,7 @@ PY=/usr/bin/python3
 
 d=$(scratch lazy-bad)
 LAZY_DIR=$d
-trap lazy_cleanup EXIT
+at_exit lazy_cleanup
 
 pid=$(start_memhog "$d" -m 32) || { fail lazy-bad "memhog did not start"; finish; }
 criu_dump "$pid" "$d/img" || { fail lazy-bad-dump "$(first_err "$d/img/dump.log")"; finish; }
@@ -25,7 +25,8 @@ fresh_copy() {
 # dumped task running.
 expect_refused() {
 	local name=$1 img=$2 re=$3 rc
-	"$LAZYRESTORE" lazy-pages -D "$img" -o lazy.log --status-fd 9 9>/dev/null </dev/null >/dev/null 2>&1
+	run_bounded -o /dev/null 30 "lazyrestore lazy-pages ($name)" "$img/lazy.log" \
+		"$LAZYRESTORE" lazy-pages -D "$img" -o lazy.log --status-fd 9 9>/dev/null
 	rc=$?
 	local err
 	err=$(grep -m1 'Error' "$img/lazy.log")
@@ -35,7 +36,7 @@ expect_refused() {
 	else
 		fail "$name" "status $rc, log: ${err:-$(tail -n1 "$img/lazy.log")}"
 	fi
-	if "$CRIU" restore -D "$img" --lazy-pages -d -o restore.log -v0 2>/dev/null; then
+	if criu_restore "$name" "$img" --lazy-pages -d 2>/dev/null; then
 		fail "$name-no-restore" "criu restore succeeded without a page server"
 	else
 		pass "$name-no-restore"
@@ -64,7 +65,7 @@ img=$(fresh_copy vanish)
 work=$(fresh_copy vanish-work)
 if start_lazy vanish "$LAZYRESTORE" "$img" -W "$work"; then
 	truncate -s 4096 "$img/$(basename "$pages")"
-	"$CRIU" restore -D "$work" --lazy-pages -d -o restore.log -v4 >/dev/null 2>&1
+	criu_restore vanish "$work" --lazy-pages -d 2>/dev/null
 	wait_lazy 60
 	rc=$?
 	err=$(grep -m1 'Error' "$work/lazy-pages-vanish.log")
@@ -92,13 +93,14 @@ hostile() {
 	local name=$1 re=$2 code=$3 img rc err
 	img=$(fresh_copy "$name")
 	start_lazy "$name" "$LAZYRESTORE" "$img" || { fail "$name" "daemon did not start"; return; }
-	(cd "$img" && $PY -c "
+	run_bounded 30 "hostile peer ($name)" "$img/lazy-pages-$name.log" $PY -c "
 import os, socket, struct, time
+os.chdir('$img')
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect('lazy-pages.socket')
 $code
 time.sleep(0.3)
-s.close()")
+s.close()"
 	wait_lazy 20
 	rc=$?
 	err=$(grep -m1 'Error' "$img/lazy-pages-$name.log")

@@ -15,7 +15,7 @@ kill_engine_after_restore() {
 	start_lazy "$name" "$LAZYRESTORE" "$img" --stats "stats-$name.json" ||
 		{ fail "$name" "daemon did not start"; return 1; }
 	eng=$(ps -o pid= --ppid "$LAZY_PID" | head -n1 | tr -d ' ')
-	"$CRIU" restore -D "$img" --lazy-pages -d -o "restore-$name.log" -v4 ||
+	criu_restore "$name" "$img" --lazy-pages -d ||
 		{ fail "$name" "restore failed: $(first_err "$img/restore-$name.log")"; return 1; }
 	[ -z "$eng" ] && eng=$(ps -o pid= --ppid "$LAZY_PID" | head -n1 | tr -d ' ')
 	if [ -n "$eng" ] && kill -KILL "$eng"; then
@@ -44,10 +44,9 @@ stock_contrast() {
 	local d=$1 res
 	wait_tree_gone "$d/img"
 	start_lazy stock-killed "$CRIU" "$d/img" || return
-	"$CRIU" restore -D "$d/img" --lazy-pages -d -o restore-stock-killed.log -v4 || return
+	criu_restore stock-killed "$d/img" --lazy-pages -d || return
 	kill -KILL "$LAZY_PID"
-	wait "$LAZY_PID" 2>/dev/null
-	LAZY_PID=
+	stop_lazy 5
 	sleep 2
 	res=$(cat "$d"/result.* 2>/dev/null)
 	local p state=gone
@@ -58,10 +57,10 @@ stock_contrast() {
 	kill_memhogs "$d"
 }
 
+at_exit lazy_cleanup
 for mode in random events; do
 	d=$(scratch "lazy-sigkill-$mode")
 	LAZY_DIR=$d
-	trap lazy_cleanup EXIT
 	args=(-M events)
 	[ $mode = random ] && args=(-M random -m 1024 -n 2000)
 	pid=$(start_lazy_prog "$d" "${args[@]}") || { fail "lazy-sigkill-$mode" "program did not start"; continue; }

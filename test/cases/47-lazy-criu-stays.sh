@@ -19,7 +19,7 @@ stays_cleanup() {
 	if [ -n "$CRIU_PID" ]; then kill -KILL "$CRIU_PID" 2>/dev/null || true; fi
 	for h in "${HOGS[@]}"; do kill -KILL "$h" 2>/dev/null || true; done
 }
-trap stays_cleanup EXIT
+at_exit stays_cleanup
 
 pid=$(start_memhog "$d" -m 32) || { fail lazy-criu-stays "memhog did not start"; finish; }
 criu_dump "$pid" "$d/img" || { fail lazy-criu-stays-dump "$(first_err "$d/img/dump.log")"; finish; }
@@ -37,8 +37,9 @@ for which in stock ours ours-loaded; do
 	fi
 	wait_tree_gone "$d/img" || { fail "$name" "dumped pids still in use"; continue; }
 	start_lazy "$name" "$bin" "$d/img" "${extra[@]}" || { fail "$name-daemon" "did not start"; continue; }
-	"$CRIU" restore -D "$d/img" --lazy-pages -o "restore-$name.log" -v4 </dev/null >/dev/null 2>&1 &
-	CRIU_PID=$!
+	bounded_start -o /dev/null "criu restore --lazy-pages without -d ($name)" "$d/img/restore-$name.log" \
+		"$CRIU" restore -D "$d/img" --lazy-pages -o "restore-$name.log" -v4
+	CRIU_PID=$BOUNDED_PID
 	daemon_ok "$name" "$d/img"
 	if kill -0 "$CRIU_PID" 2>/dev/null; then
 		pass "$name-criu-still-running"
@@ -56,7 +57,8 @@ for which in stock ours ours-loaded; do
 		fi
 	fi
 	kill_memhogs "$d"
-	wait "$CRIU_PID" 2>/dev/null
+	# the tree is gone, so criu restore (its parent) must be about to exit
+	bounded_wait 30 "$CRIU_PID"
 	CRIU_PID=
 	sleep 0.2
 done

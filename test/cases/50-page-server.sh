@@ -8,25 +8,24 @@
 
 d=$(scratch page-server)
 spid=
-trap 'kill_memhogs "$d"; [ -n "$spid" ] && kill "$spid" 2>/dev/null' EXIT
+at_exit 'kill_memhogs "$d"'
 pid=$(start_memhog "$d" -m 32 -f -t 1) && criu_dump "$pid" "$d/img" || { fail page-server-setup "cannot dump memhog"; finish; }
 
 # start_server NAME: our page server on a free loopback port; sets $port, $spid
 start_server() {
-	rm -f "$d/ps-$1.out" "$d/st"
-	mkfifo "$d/st"
-	"$LAZYRESTORE" page-server -D "$d/img" --address 127.0.0.1 --port 0 -o "$d/ps-$1.log" -v4 \
-		--status-fd 3 3>"$d/st" >"$d/ps-$1.out" 2>&1 &
-	spid=$!
-	head -c1 "$d/st" >/dev/null
+	rm -f "$d/ps-$1.out"
+	status_open "$d/st" || return 1
+	bounded_start -o "$d/ps-$1.out" "lazyrestore page-server ($1)" "$d/ps-$1.log" \
+		"$LAZYRESTORE" page-server -D "$d/img" --address 127.0.0.1 --port 0 -o "$d/ps-$1.log" -v4 \
+		--status-fd 3 3>"$d/st"
+	spid=$BOUNDED_PID
+	status_byte 30 "the status byte of lazyrestore page-server ($1)" "$d/ps-$1.log" "$spid"
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$d/ps-$1.out")
 }
 
-# server_exit NAME: its exit status (waits up to 30 s)
+# server_exit: its exit status (a stuck step after 30 s)
 server_exit() {
-	local n=300
-	while kill -0 "$spid" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
-	wait "$spid"
+	bounded_wait 30 "$spid"
 	local rc=$?
 	spid=
 	return $rc
@@ -34,17 +33,18 @@ server_exit() {
 
 # 1. A real remote lazy restore: stock criu lazy-pages fetches every page from us.
 start_server remote
-rm -f "$d/st2" && mkfifo "$d/st2"
-"$CRIU" lazy-pages -D "$d/img" --page-server --address 127.0.0.1 --port "$port" -o lazy-remote.log -v4 \
-	--status-fd 3 3>"$d/st2" &
-lpid=$!
-head -c1 "$d/st2" >/dev/null
-if "$CRIU" restore -D "$d/img" --lazy-pages -d -o restore-remote.log -v4; then
+status_open "$d/st2"
+bounded_start "criu lazy-pages --page-server (remote)" "$d/img/lazy-remote.log" \
+	"$CRIU" lazy-pages -D "$d/img" --page-server --address 127.0.0.1 --port "$port" -o lazy-remote.log -v4 \
+	--status-fd 3 3>"$d/st2"
+lpid=$BOUNDED_PID
+status_byte 30 "the status byte of criu lazy-pages --page-server" "$d/img/lazy-remote.log" "$lpid"
+if criu_restore remote "$d/img" --lazy-pages -d; then
 	check_memhog page-server-remote-restore "$d"
 else
 	fail page-server-remote-restore "criu restore failed: $(grep -m1 Error "$d/img/restore-remote.log")"
 fi
-wait "$lpid" && pass page-server-stock-client-exit || fail page-server-stock-client-exit "criu lazy-pages failed"
+bounded_wait 60 "$lpid" && pass page-server-stock-client-exit || fail page-server-stock-client-exit "criu lazy-pages failed"
 server_exit && pass page-server-clean-close || fail page-server-clean-close "$(grep -m1 Error "$d/ps-remote.log")"
 kill_memhogs "$d"
 
@@ -64,7 +64,7 @@ for e in entries[1:]:
 ')
 start_server bytes
 want=$(dd if="$d/img/pages-$pages_id.img" bs=4096 skip=$((off / 4096)) count=4 status=none | sha256sum | cut -d' ' -f1)
-got=$(/usr/bin/python3 "$TOP/test/lib/ps-client.py" "$port" "get:$pid:$vaddr:4" close)
+got=$(run_bounded 30 "ps-client.py get" /dev/null /usr/bin/python3 "$TOP/test/lib/ps-client.py" "$port" "get:$pid:$vaddr:4" close)
 [[ $got == *"add_f 0x40006 $vaddr 4 $want"* && $got == *"status 0"* ]] && pass page-server-exact-bytes ||
 	fail page-server-exact-bytes "got '$got', want sha256 $want of 4 pages at $vaddr"
 server_exit || fail page-server-exact-bytes-exit "server failed after a clean session"
@@ -74,7 +74,7 @@ hostile() { # NAME EXPECTED-TEXT REQUEST...
 	local name=$1 want=$2
 	shift 2
 	start_server "$name"
-	/usr/bin/python3 "$TOP/test/lib/ps-client.py" "$port" "$@" >/dev/null 2>&1
+	run_bounded -o /dev/null 30 "ps-client.py ($name)" /dev/null /usr/bin/python3 "$TOP/test/lib/ps-client.py" "$port" "$@"
 	server_exit
 	local rc=$? msg
 	msg=$(grep -m1 Error "$d/ps-$name.log")
@@ -93,9 +93,9 @@ hostile short-request "connection closed inside a 24-byte request" short
 hostile no-close "without PS_IOV_CLOSE" "get:$pid:$vaddr:1"
 
 # 4. Bad options.
-"$LAZYRESTORE" page-server -D "$d/img" >/dev/null 2>&1
+run_bounded -o /dev/null 30 "lazyrestore page-server without --port" /dev/null "$LAZYRESTORE" page-server -D "$d/img"
 [ $? -eq 2 ] && pass page-server-needs-port || fail page-server-needs-port "want exit status 2"
-"$LAZYRESTORE" page-server -D "$d/no-such" --port 0 -o "$d/ps-nodir.log" >/dev/null 2>&1
+run_bounded -o /dev/null 30 "lazyrestore page-server on a missing dir" "$d/ps-nodir.log" "$LAZYRESTORE" page-server -D "$d/no-such" --port 0 -o "$d/ps-nodir.log"
 [ $? -eq 1 ] && grep -q "no-such: offset 0: cannot open image directory" "$d/ps-nodir.log" &&
 	pass page-server-missing-dir || fail page-server-missing-dir "$(cat "$d/ps-nodir.log")"
 finish

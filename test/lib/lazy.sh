@@ -7,34 +7,42 @@
 LAZY_PID=
 
 # start_lazy NAME BIN IMGDIR [extra args]: start "BIN lazy-pages" with zdtm's
-# command line and wait for its --status-fd byte (it listens then).  The log
-# goes to the work dir (IMGDIR unless -W is among the extra args).
+# command line (bounded_start: its own group, killed when the case ends) and
+# wait up to LAZY_START_BOUND (30 s) for its --status-fd byte (it listens then).  The log goes to
+# the work dir (IMGDIR unless -W is among the extra args).
 start_lazy() {
-	local name=$1 bin=$2 img=$3 byte fifo
+	local name=$1 bin=$2 img=$3 byte fifo log work
 	shift 3
+	work=$img
+	[[ " $* " =~ \ -W\ ([^ ]*) ]] && work=${BASH_REMATCH[1]}
+	log=$work/lazy-pages-$name.log
 	fifo=$img/status-$name
-	rm -f "$fifo" && mkfifo "$fifo" || return 1
-	"$bin" lazy-pages --no-default-config --images-dir "$img" --log-file "lazy-pages-$name.log" \
-		--verbosity=4 --status-fd 9 "$@" 9>"$fifo" </dev/null >"$img/lazy-$name.out" 2>&1 &
-	LAZY_PID=$!
-	byte=$(timeout 30 head -c1 "$fifo" | od -An -tx1 | tr -d ' \n')
+	status_open "$fifo" || return 1
+	bounded_start -o "$img/lazy-$name.out" "$(basename "$bin") lazy-pages ($name)" "$log" \
+		"$bin" lazy-pages --no-default-config --images-dir "$img" --log-file "lazy-pages-$name.log" \
+		--verbosity=4 --status-fd 9 "$@" 9>"$fifo"
+	LAZY_PID=$BOUNDED_PID
+	status_byte "${LAZY_START_BOUND:-30}" "the status byte of $(basename "$bin") lazy-pages ($name)" \
+		"$log" "$LAZY_PID"
+	byte=$STATUS_BYTE
 	[ "$byte" = 00 ] || { echo "no status byte from $bin lazy-pages (got '$byte')"; return 1; }
 }
 
-# wait_lazy SECONDS: the daemon's exit status (124 if it is still running).
+# wait_lazy SECONDS: the daemon's exit status; still running after SECONDS
+# is a stuck step (the case ends with the one-line reason).
 wait_lazy() {
-	local n=$(($1 * 10)) rc
-	while kill -0 "$LAZY_PID" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
-	if kill -0 "$LAZY_PID" 2>/dev/null; then
-		kill -KILL "$LAZY_PID"
-		wait "$LAZY_PID" 2>/dev/null
-		LAZY_PID=
-		return 124
-	fi
-	wait "$LAZY_PID"
+	local rc
+	bounded_wait "$1" "$LAZY_PID"
 	rc=$?
 	LAZY_PID=
 	return $rc
+}
+
+# stop_lazy SECONDS: after a failure, give the daemon SECONDS, then kill it.
+stop_lazy() {
+	[ -n "$LAZY_PID" ] || return 0
+	bounded_reap "$1" "$LAZY_PID"
+	LAZY_PID=
 }
 
 first_err() { grep -m1 -E 'Error|FAIL' "$1" 2>/dev/null || tail -n1 "$1" 2>/dev/null; }
@@ -49,9 +57,9 @@ lazy_restore() {
 		fail "$name-daemon" "$bin lazy-pages did not start: $(cat "$img/lazy-$name.out")"
 		return 1
 	fi
-	if ! "$CRIU" restore -D "$img" --lazy-pages -d -o "restore-$name.log" -v4; then
+	if ! criu_restore "$name" "$img" --lazy-pages -d; then
 		fail "$name-restore" "criu restore --lazy-pages failed: $(first_err "$img/restore-$name.log")"
-		wait_lazy 10
+		stop_lazy 10
 		return 1
 	fi
 	local lazy
@@ -63,10 +71,10 @@ lazy_restore() {
 	fi
 }
 
-# daemon_ok NAME IMGDIR: the daemon must exit 0 within 60 s.
+# daemon_ok NAME IMGDIR: the daemon must exit 0 within LAZY_EXIT_BOUND (60 s).
 daemon_ok() {
 	local name=$1 img=$2 rc
-	wait_lazy 60
+	wait_lazy "${LAZY_EXIT_BOUND:-60}"
 	rc=$?
 	if [ $rc -eq 0 ]; then
 		pass "$name-daemon-exit"
@@ -75,8 +83,8 @@ daemon_ok() {
 	fi
 }
 
+# The case's cleanup (at_exit lazy_cleanup); the daemons' groups are the bounds'.
 lazy_cleanup() {
-	[ -n "$LAZY_PID" ] && kill -KILL "$LAZY_PID" 2>/dev/null
 	[ -n "${LAZY_DIR:-}" ] && kill_memhogs "$LAZY_DIR"
 	return 0
 }
@@ -105,8 +113,13 @@ start_lazy_prog() {
 	shift
 	[[ " $* " == *" tree "* ]] && nready=3
 	setsid "$PROGS/lazy-events" -d "$d" "$@" </dev/null >"$d/prog.out" 2>&1 &
-	local pid=$! n=600
-	while [ "$(ls "$d"/ready.* 2>/dev/null | wc -l)" -lt $nready ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
-	[ $n -gt 0 ] || { echo "lazy-events $pid did not get ready" >&2; return 1; }
+	local pid=$!
+	wait_until -k "$pid" 60 "lazy-events $pid getting ready" "$d/prog.out" _nready "$d" $nready
 	echo "$pid"
+}
+
+_nready() { # DIR N: at least N ready files in DIR
+	local f n=0
+	for f in "$1"/ready.*; do [ -e "$f" ] && n=$((n + 1)); done
+	[ $n -ge "$2" ]
 }

@@ -17,7 +17,7 @@ free_port() {
 	return 1
 }
 
-rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+rcli() { run_bounded 60 "redis-cli $1" /dev/null redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
 
 # The server's own pid, from itself.
 redis_pid() { rcli INFO server 2>/dev/null | sed -n 's/^process_id:\([0-9]*\).*/\1/p'; }
