@@ -59,9 +59,14 @@ static int find_bin(char *out, size_t len)
 		const char *slash = strrchr(info.dli_fname, '/');
 		int dir = slash ? (int)(slash - info.dli_fname) : 1;
 
+		char real[PATH_MAX];
+
 		if (snprintf(out, len, "%.*s/../lazyrestore", dir, slash ? info.dli_fname : ".") < (int)len &&
-		    executable(out))
+		    executable(out)) {
+			if (realpath(out, real) && strlen(real) < len)
+				strcpy(out, real);
 			return 0;
+		}
 	}
 	snprintf(out, len, "%s", LR_INSTALL_BIN);
 	return executable(out) ? 0 : -1;
@@ -205,27 +210,35 @@ static pid_t spawn(const struct argv *a, const char *log, int status_fd, int sta
 	return pid;
 }
 
-/* The first error line of the daemon's log, else its last line. */
+/* A log line without its "(seconds) " timestamp. */
+static const char *untimed(const char *line)
+{
+	const char *close = line[0] == '(' ? strstr(line, ") ") : NULL;
+
+	return close ? close + 2 : line;
+}
+
+/* Append ": " and the first error line of the daemon's log (else its last line) to WHY. */
 static void log_reason(const char *log, char *why, size_t whylen)
 {
 	FILE *f = fopen(log, "re");
-	char line[1024], last[1024] = "";
+	char line[1024], pick[1024] = "";
+	size_t used = strlen(why);
 
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = 0;
 		if (strstr(line, "Error")) {
-			snprintf(why, whylen, "%s", line);
-			fclose(f);
-			return;
+			snprintf(pick, sizeof(pick), "%s", untimed(line));
+			break;
 		}
 		if (*line)
-			snprintf(last, sizeof(last), "%s", line);
+			snprintf(pick, sizeof(pick), "%s", untimed(line));
 	}
 	fclose(f);
-	if (*last)
-		snprintf(why, whylen, "%s", last);
+	if (*pick && used < whylen)
+		snprintf(why + used, whylen - used, ": %s", pick);
 }
 
 static int wait_ready(int fd, int timeout_s)
