@@ -54,6 +54,22 @@ include $(sort $(wildcard */module.mk */*/module.mk))
 
 all: $(CRIU_SRC)/.built $(ALL_TARGETS)
 
+# ---- install -----------------------------------------------------------
+# make install [DESTDIR=...] [PREFIX=/usr/local]: lazyrestore in BINDIR, the
+# plugin where criu looks for plugins (CRIU_PLUGIN_DIR, criu's built-in
+# /usr/lib/criu, not under PREFIX), man pages in MANDIR.  make uninstall
+# removes exactly what install put (scripts/install.sh keeps the list).
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share
+INSTALL_VARS = DESTDIR='$(DESTDIR)' BINDIR='$(BINDIR)' MANDIR='$(MANDIR)' DATADIR='$(DATADIR)' \
+	CRIU_PLUGIN_DIR='$(CRIU_PLUGIN_DIR)' LR_BIN='$(LR_BIN)' LRP_SO='$(LRP_SO)'
+.PHONY: install uninstall
+install: $(LR_BIN) $(LRP_SO)
+	@$(INSTALL_VARS) bash scripts/install.sh install
+uninstall:
+	@$(INSTALL_VARS) bash scripts/install.sh uninstall
+
 # Lint first: a tree that does not pass `make lint` does not pass its tests.
 test: all $(TEST_BINS)
 	@$(MAKE) --no-print-directory lint
