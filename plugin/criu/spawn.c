@@ -164,7 +164,7 @@ static int build_args(struct argv *a, const char *images, char *bin, size_t len,
 static void child_exec(const struct argv *a, const char *log, int status_fd)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	int lfd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	int lfd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	sigset_t none;
 
 	if (null < 0 || lfd < 0 || dup2(null, 0) < 0 || dup2(lfd, 1) < 0 || dup2(lfd, 2) < 0 || dup2(status_fd, 3) < 0)
