@@ -92,6 +92,35 @@ pages=$(ls "$bad"/pages-*.img | head -n1)
 truncate -s -8192 "$pages"
 refused plugin-fail-bad-images "$bad" "can't start the lazy-pages engine: .*exited before listening: .*Error .*pages-[0-9]+\.img"
 
+# The restore fails after the daemon started (the dumped pids are taken by a
+# first, eager restore of the same dump): the plugin stops its daemon, and the
+# running tree of that first restore is not harmed.
+wait_tree_gone "$img"
+name=plugin-fail-after-start
+log=$img/restore-$name.log
+if "$CRIU" restore -D "$img" -d -o restore-eager-first.log -v4; then
+	if "$CRIU" restore -D "$img" --lazy-pages --libdir "$PLUGIN_LIB" -d -o "restore-$name.log" -v4 \
+		>/dev/null 2>&1; then
+		fail "$name" "the second restore of the same pids succeeded"
+	else
+		dpid=$(sed -n 's/.*the restore failed: stopping the lazy-pages daemon (pid \([0-9]*\)).*/\1/p' "$log")
+		n=50 # gone, or a zombie not yet reaped by its new parent
+		while [ -n "$dpid" ] && [ -e "/proc/$dpid" ] && [ "$(ps -o stat= -p "$dpid")" != Z ] && [ $n -gt 0 ]; do
+			sleep 0.1
+			n=$((n - 1))
+		done
+		if [ -n "$dpid" ] && { [ ! -e "/proc/$dpid" ] || [ "$(ps -o stat= -p "$dpid")" = Z ]; }; then
+			pass "$name-daemon-stopped"
+		else
+			fail "$name-daemon-stopped" "daemon '${dpid}': $(grep lazyrestore.so "$log" | tail -n1)"
+		fi
+	fi
+	check_memhog "$name-first-tree-intact" "$d"
+else
+	fail "$name" "the first, eager restore failed: $(first_err "$img/restore-eager-first.log")"
+fi
+kill_memhogs "$d"
+
 # LAZYRESTORE_PLUGIN=off: no daemon, so criu's own connect fails.
 wait_tree_gone "$img"
 rm -f "$img/lazy-pages.socket"

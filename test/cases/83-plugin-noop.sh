@@ -94,4 +94,23 @@ else
 	fail "$name" "criu restore failed: $(first_err "$img/restore-$name.log")"
 fi
 kill_memhogs "$d"
+# A work dir apart from the images (-W): socket and log go there, images are read from -D.
+work=$d/work
+mkdir -p "$work"
+wait_tree_gone "$img"
+name=plugin-workdir
+if LAZYRESTORE_LOG=lazyrestore-$name.log "$CRIU" restore -D "$img" -W "$work" --lazy-pages --libdir "$PLUGIN_LIB" \
+	-d -o "restore-$name.log" -v4; then
+	PLUGIN_PID=$(sed -n 's/.*lazyrestore.so: .* lazy-pages (pid \([0-9]*\)) listens.*/\1/p' "$work/restore-$name.log")
+	if grep -q "serving $img from $work/lazy-pages.socket" "$work/restore-$name.log"; then
+		pass "$name-paths"
+	else
+		fail "$name-paths" "$(grep lazyrestore.so "$work/restore-$name.log" | tail -n1)"
+	fi
+	check_memhog "$name" "$d"
+	plugin_daemon_ok "$name" "$work"
+else
+	fail "$name" "criu restore failed: $(first_err "$work/restore-$name.log")"
+fi
+kill_memhogs "$d"
 finish
