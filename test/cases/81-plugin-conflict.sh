@@ -10,12 +10,7 @@
 . "$(dirname "$0")/../lib/plugin.sh"
 trap plugin_cleanup EXIT
 
-d=$(scratch plugin-conflict)
-# shellcheck disable=SC2034 # lazy_cleanup (lazy.sh) kills the programs of LAZY_DIR
-LAZY_DIR=$d
-img=$d/img
-pid=$(start_memhog "$d" -m 32 -f) || { fail plugin-conflict "memhog did not start"; finish; }
-criu_dump "$pid" "$img" || { fail plugin-conflict-dump "$(first_err "$img/dump.log")"; finish; }
+plugin_setup plugin-conflict
 
 # step_aside NAME BIN: BIN lazy-pages listens first; the plugin must leave the restore to it.
 step_aside() {

@@ -26,14 +26,7 @@ for mode in random events; do
 	fi
 	collect_results "$name" "$d"
 	plugin_daemon_ok "$name" "$d/img"
-	log=$d/img/lazyrestore-$name.log
-	line=$(grep -m1 'resumed .* tasks' "$log")
-	if grep -q 'killed by signal 9; restart 1' "$log" && [ -n "$line" ]; then
-		pass "$name-resumed"
-		echo "    $name: ${line#*) }"
-	else
-		fail "$name-resumed" "no restart in $log: $(first_err "$log")"
-	fi
+	expect_resumed "$name" "$d/img/lazyrestore-$name.log"
 	kill_memhogs "$d"
 done
 finish

@@ -9,17 +9,8 @@
 . "$(dirname "$0")/../lib/plugin.sh"
 trap plugin_cleanup EXIT
 
-d=$(scratch plugin-noop)
-# shellcheck disable=SC2034 # lazy_cleanup (lazy.sh) kills the programs of LAZY_DIR
-LAZY_DIR=$d
-img=$d/img
-pid=$(start_memhog "$d" -m 32 -f) || { fail plugin-noop "memhog did not start"; finish; }
-if criu_dump "$pid" "$img" --libdir "$PLUGIN_LIB"; then
-	pass plugin-noop-dump
-else
-	fail plugin-noop-dump "$(first_err "$img/dump.log")"
-	finish
-fi
+plugin_setup plugin-noop --libdir "$PLUGIN_LIB"
+pass plugin-noop-dump
 if grep -q 'Plugin "lazyrestore"' "$img/dump.log" && ! grep -q 'lazyrestore.so' "$img/dump.log" &&
 	! lazyrestore_daemons "$img" >/dev/null; then
 	pass plugin-noop-dump-nothing-started

@@ -68,3 +68,40 @@ through_plugin() {
 lazyrestore_daemons() {
 	pgrep -f "lazyrestore lazy-pages --images-dir=$1( |$)"
 }
+
+# plugin_setup NAME [criu dump args]: a scratch dir d, a memhog (32 MiB, a
+# fork child) dumped into img=$d/img, its pid; on failure the case finishes.
+plugin_setup() {
+	local name=$1
+	shift
+	d=$(scratch "$name")
+	LAZY_DIR=$d
+	img=$d/img
+	pid=$(start_memhog "$d" -m 32 -f) || { fail "$name" "memhog did not start"; finish; }
+	criu_dump "$pid" "$img" "$@" || { fail "$name-dump" "$(first_err "$img/dump.log")"; finish; }
+}
+
+# expect_events NAME STATS: the daemon's stats must count each kind of uffd event.
+expect_events() {
+	local name=$1 stats=$2 ev n
+	for ev in forks remaps removes unmaps; do
+		n=$(sed -n "s/.*\"$ev\": \([0-9]*\).*/\1/p" "$stats")
+		if [ "${n:-0}" -gt 0 ]; then
+			pass "$name-saw-$ev"
+		else
+			fail "$name-saw-$ev" "stats say ${n:-nothing} (no such event reached the daemon)"
+		fi
+	done
+}
+
+# expect_resumed NAME LOG: the supervisor restarted the killed engine, which resumed.
+expect_resumed() {
+	local name=$1 log=$2 line
+	line=$(grep -m1 'resumed .* tasks' "$log")
+	if grep -q 'killed by signal 9; restart 1' "$log" && [ -n "$line" ]; then
+		pass "$name-resumed"
+		echo "    $name: ${line#*) }"
+	else
+		fail "$name-resumed" "no restart in $log: $(first_err "$log")"
+	fi
+}
