@@ -160,14 +160,27 @@ static int build_args(struct argv *a, const char *images, char *bin, size_t len,
 	return 0;
 }
 
+/* FD moved to 10 or above (close-on-exec), so that placing 0-3 can't clobber it. */
+static int high(int fd)
+{
+	int h = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 10);
+
+	if (fd >= 0)
+		close(fd);
+	return h;
+}
+
 /* In the daemon, before exec: fds 0-2 to /dev/null and the log, 3 the status pipe. */
 static void child_exec(const struct argv *a, const char *log, int status_fd)
 {
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	int lfd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	int st = high(status_fd);
+	int null = high(open("/dev/null", O_RDWR | O_CLOEXEC));
+	int lfd = high(open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
 	sigset_t none;
 
-	if (null < 0 || lfd < 0 || dup2(null, 0) < 0 || dup2(lfd, 1) < 0 || dup2(lfd, 2) < 0 || dup2(status_fd, 3) < 0)
+	/* dup2 onto another number clears close-on-exec; these four are all that stays open. */
+	if (st < 0 || null < 0 || lfd < 0 || dup2(null, 0) < 0 || dup2(lfd, 1) < 0 || dup2(lfd, 2) < 0 ||
+	    dup2(st, 3) < 0)
 		_exit(126);
 	syscall(SYS_close_range, 4U, ~0U, 0U);
 	sigemptyset(&none);
