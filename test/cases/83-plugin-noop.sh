@@ -104,4 +104,33 @@ else
 	fail "$name" "criu restore failed: $(first_err "$work/restore-$name.log")"
 fi
 kill_memhogs "$d"
+# criu restore without -d (criu stays, the tree's parent): the daemon is no
+# child of criu's, serves everything and exits 0 while criu still runs.
+wait_tree_gone "$img"
+name=plugin-criu-stays
+log=$img/restore-$name.log
+rm -f "$log"
+LAZYRESTORE_LOG=lazyrestore-$name.log "$CRIU" restore -D "$img" --lazy-pages --libdir "$PLUGIN_LIB" \
+	-o "restore-$name.log" -v4 </dev/null >/dev/null 2>&1 &
+cpid=$!
+wait_for_file "$log" 30
+n=300
+while ! grep -q 'lazy-pages (pid [0-9]*) listens' "$log" && kill -0 "$cpid" 2>/dev/null && [ $n -gt 0 ]; do
+	sleep 0.1
+	n=$((n - 1))
+done
+PLUGIN_PID=$(sed -n 's/.*lazyrestore.so: .* lazy-pages (pid \([0-9]*\)) listens.*/\1/p' "$log")
+if [ -n "$PLUGIN_PID" ]; then
+	plugin_daemon_ok "$name" "$img"
+	if kill -0 "$cpid" 2>/dev/null; then
+		pass "$name-criu-still-running"
+	else
+		fail "$name-criu-still-running" "criu restore exited before the tree: $(first_err "$log")"
+	fi
+	check_memhog "$name-memory" "$d"
+else
+	fail "$name" "the plugin started no daemon: $(first_err "$log")"
+fi
+kill_memhogs "$d"
+wait "$cpid" 2>/dev/null
 finish
