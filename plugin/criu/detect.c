@@ -123,7 +123,7 @@ static bool configs_say_lazy(const struct cmdline *c, const char **how)
 
 int lrp_lazy_restore(const char **how)
 {
-	const char *mode = getenv("LAZYRESTORE_PLUGIN");
+	const char *mode = lrp_opt("LAZYRESTORE_PLUGIN");
 	struct cmdline c = {0};
 	char *buf;
 	ssize_t len;

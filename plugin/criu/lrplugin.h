@@ -29,6 +29,12 @@ unsigned int log_get_loglevel(void);
 #define LRP_SOCK_NAME "lazy-pages.socket"
 
 /*
+ * The option NAME (a LAZYRESTORE_* variable): from criu's environment, else
+ * from the config file ($LAZYRESTORE_CONFIG, default /etc/criu/lazyrestore.conf).
+ */
+const char *lrp_opt(const char *name);
+
+/*
  * Is this `criu restore` lazy?  1 yes, 0 no.  Reads LAZYRESTORE_PLUGIN
  * (off / on / auto), criu's command line (/proc/self/cmdline) and the config
  * files criu reads.  *how says which of them decided (static text).

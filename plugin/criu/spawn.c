@@ -5,7 +5,8 @@
  * exit is never a SIGCHLD of criu's), with nothing of criu's open but the
  * status pipe, its log in the work dir, and wait for its status byte.
  *
- * Options come from the environment (documented in man/lazyrestore-plugin.7):
+ * Options (options.c: the environment, else the config file; documented in
+ * man/lazyrestore-plugin.7):
  *   LAZYRESTORE_BIN        the lazyrestore binary (default: next to the .so,
  *                          ../lazyrestore, then the installed one)
  *   LAZYRESTORE_LOG        the daemon's log (default lazyrestore.log; relative
@@ -48,7 +49,7 @@ static bool executable(const char *p)
 
 static int find_bin(char *out, size_t len)
 {
-	const char *env = getenv("LAZYRESTORE_BIN");
+	const char *env = lrp_opt("LAZYRESTORE_BIN");
 	Dl_info info;
 
 	if (env && *env) {
@@ -128,8 +129,8 @@ static int page_server_args(struct argv *a, const char *ps, char *bin, size_t le
 
 static int build_args(struct argv *a, const char *images, char *bin, size_t len, char *why, size_t whylen)
 {
-	const char *ps = getenv("LAZYRESTORE_PAGE_SERVER"), *stats = getenv("LAZYRESTORE_STATS");
-	const char *workers = getenv("LAZYRESTORE_WORKERS"), *log = getenv("LAZYRESTORE_LOG");
+	const char *ps = lrp_opt("LAZYRESTORE_PAGE_SERVER"), *stats = lrp_opt("LAZYRESTORE_STATS");
+	const char *workers = lrp_opt("LAZYRESTORE_WORKERS"), *log = lrp_opt("LAZYRESTORE_LOG");
 	static char level[32];
 
 	if (ps && *ps) {
@@ -272,7 +273,7 @@ static int wait_ready(int fd, int timeout_s)
 
 int lrp_start(struct lrp_daemon *d, const char *images, char *why, size_t whylen)
 {
-	const char *tmo = getenv("LAZYRESTORE_START_TIMEOUT"), *log = getenv("LAZYRESTORE_LOG");
+	const char *tmo = lrp_opt("LAZYRESTORE_START_TIMEOUT"), *log = lrp_opt("LAZYRESTORE_LOG");
 	static struct argv a;
 	char bin[PATH_MAX], reason[1024];
 	int st[2], r, timeout_s = tmo && atoi(tmo) > 0 ? atoi(tmo) : 30;

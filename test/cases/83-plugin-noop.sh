@@ -66,11 +66,13 @@ else
 	fail plugin-noop-forced-stopped "$(grep lazyrestore.so "$img/restore-plugin-noop-forced.log" | tail -n1)"
 fi
 
-# lazy-pages in a config file only: a lazy restore all the same.
+# lazy-pages in criu's config file only: a lazy restore all the same; the
+# plugin's own options from its config file (a bad line warned about).
 echo lazy-pages >"$d/criu.conf"
-wait_tree_gone "$img"
 name=plugin-noop-config
-if CRIU_CONFIG_FILE=$d/criu.conf LAZYRESTORE_LOG=lazyrestore-$name.log "$CRIU" restore -D "$img" \
+printf '# the log\nLAZYRESTORE_LOG=lazyrestore-%s.log\nbogus\n' "$name" >"$d/lazyrestore.conf"
+wait_tree_gone "$img"
+if CRIU_CONFIG_FILE=$d/criu.conf LAZYRESTORE_CONFIG=$d/lazyrestore.conf "$CRIU" restore -D "$img" \
 	--libdir "$PLUGIN_LIB" -d -o "restore-$name.log" -v4; then
 	log=$img/restore-$name.log
 	PLUGIN_PID=$(sed -n 's/.*lazyrestore.so: .* lazy-pages (pid \([0-9]*\)) listens.*/\1/p' "$log")
@@ -78,6 +80,12 @@ if CRIU_CONFIG_FILE=$d/criu.conf LAZYRESTORE_LOG=lazyrestore-$name.log "$CRIU" r
 		pass "$name-lazy"
 	else
 		fail "$name-lazy" "$(grep -m1 lazyrestore.so "$log")"
+	fi
+	if grep -q "lazyrestore.so): $d/lazyrestore.conf:3: not NAME=VALUE" "$log" &&
+		grep -q "listens; log lazyrestore-$name.log" "$log"; then
+		pass "$name-plugin-options"
+	else
+		fail "$name-plugin-options" "$(grep lazyrestore.so "$log" | head -n3 | tr '\n' ' ')"
 	fi
 	check_memhog "$name" "$d"
 	plugin_daemon_ok "$name" "$img"

@@ -9,6 +9,8 @@
 PLUGIN_LIB=$BUILD/lib
 PLUGIN_SO=$PLUGIN_LIB/lazyrestore.so
 PLUGIN_PID=
+# No machine-wide /etc/criu/lazyrestore.conf in the tests: a case that wants one says so.
+export LAZYRESTORE_CONFIG=/dev/null
 
 # plugin_restore NAME IMGDIR [criu args]: restore with the plugin; its daemon
 # logs to lazyrestore-NAME.log and writes stats-NAME.json (LAZYRESTORE_*).
