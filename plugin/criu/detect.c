@@ -56,6 +56,10 @@ static void scan_cmdline(char *buf, size_t len, struct cmdline *c)
 {
 	size_t i = strlen(buf) + 1; /* skip argv[0] */
 
+	/* An RPC criu retitles itself "restore --rpc -D DIR" over its argv (one string). */
+	if (strstr(buf, " --rpc"))
+		c->rpc = true;
+
 	while (i < len) {
 		const char *a = buf + i;
 
@@ -70,7 +74,7 @@ static void scan_cmdline(char *buf, size_t len, struct cmdline *c)
 			c->config = buf + i;
 		else if (!strncmp(a, "--config=", 9))
 			c->config = a + 9;
-		else if (!strcmp(a, "swrk") || !strcmp(a, "service"))
+		else if (!strcmp(a, "swrk") || !strcmp(a, "service") || !strcmp(a, "--rpc"))
 			c->rpc = true;
 	}
 	if (c->config)
