@@ -54,6 +54,22 @@ include $(sort $(wildcard */module.mk */*/module.mk))
 
 all: $(CRIU_SRC)/.built $(ALL_TARGETS)
 
+# ---- install -----------------------------------------------------------
+# make install [DESTDIR=...] [PREFIX=/usr/local]: lazyrestore in BINDIR, the
+# plugin where criu looks for plugins (CRIU_PLUGIN_DIR, criu's built-in
+# /usr/lib/criu, not under PREFIX), man pages in MANDIR.  make uninstall
+# removes exactly what install put (scripts/install.sh keeps the list).
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share
+INSTALL_VARS = DESTDIR='$(DESTDIR)' BINDIR='$(BINDIR)' MANDIR='$(MANDIR)' DATADIR='$(DATADIR)' \
+	CRIU_PLUGIN_DIR='$(CRIU_PLUGIN_DIR)' LR_BIN='$(LR_BIN)' LRP_SO='$(LRP_SO)'
+.PHONY: install uninstall
+install: $(LR_BIN) $(LRP_SO)
+	@$(INSTALL_VARS) bash scripts/install.sh install
+uninstall:
+	@$(INSTALL_VARS) bash scripts/install.sh uninstall
+
 # First what this host is (so a CI log names the kind of host it ran on), then lint: a tree
 # that does not pass `make lint` does not pass its tests.  A missing optional fact never stops
 # the suite (check exits 0 for those); a missing required one is reported and the suite runs on.

@@ -1,6 +1,6 @@
 # plugin/: the fault engine, transports and front ends -> build/lazyrestore
 LR_BIN   := $(BUILD)/lazyrestore
-LR_SRCS  := $(filter-out plugin/tests/%,$(sort $(wildcard plugin/*/*.c)))
+LR_SRCS  := $(filter-out plugin/tests/% plugin/criu/%,$(sort $(wildcard plugin/*/*.c)))
 LR_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LR_SRCS))
 LR_LIBS  := $(IMG_LIB) -lprotobuf-c -lpthread
 
