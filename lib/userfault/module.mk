@@ -1,12 +1,12 @@
 # lib/userfault/: libuserfault (MADV_USERFAULT / remap_anon_pages over
-# userfaultfd) -> build/lib/libuserfault.a and .so, its cmocka tests, its
+# userfaultfd) -> build/libuserfault/libuserfault.a and .so, its cmocka tests, its
 # examples, and bench/userfault/ (make bench-userfault).
 UF_DIR      := lib/userfault
 UF_SRCS     := $(sort $(wildcard $(UF_DIR)/*.c))
 UF_OBJS     := $(patsubst %.c,$(BUILD)/obj/%.o,$(UF_SRCS))
 UF_SAN_OBJS := $(patsubst %.c,$(BUILD)/obj/userfault-san/%.o,$(UF_SRCS))
-UF_LIB      := $(BUILD)/lib/libuserfault.a
-UF_SO       := $(BUILD)/lib/libuserfault.so
+UF_LIB      := $(BUILD)/libuserfault/libuserfault.a
+UF_SO       := $(BUILD)/libuserfault/libuserfault.so
 UF_LIB_SAN  := $(BUILD)/obj/userfault-san/libuserfault.a
 UF_TESTS    := $(patsubst $(UF_DIR)/tests/%.c,$(BUILD)/bin/%,$(sort $(wildcard $(UF_DIR)/tests/test-*.c)))
 UF_EXAMPLES := $(patsubst $(UF_DIR)/examples/%.c,$(BUILD)/bin/%,$(sort $(wildcard $(UF_DIR)/examples/*.c)))
