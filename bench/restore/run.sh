@@ -32,7 +32,7 @@ rows="256:1000:busy,idle 1024:1000:busy,idle 512:20000:busy" reps=5 floor_reps=5
 # (bench/README.md); --full-floor runs every kind (O_DIRECT, UFFDIO_MOVE, ...) at 256 MiB and 1 GiB.
 FLOOR_256_KINDS=mmap,mmap-populate,mmap-map-populate,pread,preadv,memfd-sendfile
 FLOOR_1G_KINDS=mmap-populate,pread,preadv
-PROBE_MIB=8
+PROBE_MIB=16
 sizes="" touches=1000 programs="busy idle"
 usage() {
 	echo "usage: run.sh [--quick] [--full-floor] [--rows \"SIZE:TOUCHES:PROGRAMS ...\"] [--reps N] [--floor-reps N]" \
@@ -63,7 +63,7 @@ mkdir -p "$out"
 raw=$out/raw.tsv
 printf 'size_mib\ttouches\tprogram\tdaemon\trep\trestore_s\tresident_s\tp50_us\tp99_us\tfault_p50_us\tfault_p99_us\tfaults\n' >"$raw"
 floor=$out/floor.tsv
-printf 'size_mib\tkind\tstep_kib\tthreads\trep\tseconds\tgbps\n' >"$floor"
+printf 'size_mib\tkind\tstep_kib\tthreads\trep\tseconds\tgbps\tcpu_s\n' >"$floor"
 
 now() { date +%s.%N; }
 
