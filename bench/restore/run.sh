@@ -30,7 +30,7 @@ here=$(dirname "$0")
 rows="256:1000:busy,idle 1024:1000:busy,idle 512:20000:busy" reps=5 floor_reps=5 quick=0 full_floor=0
 # The floor's kinds by default: those in the race on the hosts measured so far
 # (bench/README.md); --full-floor runs every kind (O_DIRECT, UFFDIO_MOVE, ...) at 256 MiB and 1 GiB.
-FLOOR_256_KINDS=mmap,mmap-populate,mmap-map-populate,pread,preadv,memfd-sendfile
+FLOOR_256_KINDS=mmap-populate,pread,preadv,memfd-sendfile
 FLOOR_1G_KINDS=mmap-populate,pread,preadv
 PROBE_MIB=16
 sizes="" touches=1000 programs="busy idle"
