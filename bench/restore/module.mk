@@ -16,8 +16,11 @@ $(BENCH_COPYFLOOR): bench/restore/copyfloor.c lib/uffd-compat.h
 ALL_TARGETS += $(BENCH_TOUCH) $(BENCH_COPYFLOOR)
 
 .PHONY: bench-restore
-# SIZES (MiB), REPS and PROGRAMS may be overridden: make bench-restore SIZES="256 1024" REPS=5 PROGRAMS=idle
+# Overrides: make bench-restore QUICK=1 | FULL_FLOOR=1 | ROWS="256:1000:busy,idle 512:20000:busy" | REPS=5
+#   | FLOOR_REPS=5, or the old SIZES="256 1024" TOUCHES=1000 PROGRAMS=idle (one row per size)
 bench-restore: all
-	@bash bench/restore/run.sh $(if $(SIZES),--sizes "$(SIZES)") $(if $(REPS),--reps $(REPS)) \
+	@bash bench/restore/run.sh $(if $(QUICK),--quick) $(if $(FULL_FLOOR),--full-floor) \
+		$(if $(ROWS),--rows "$(ROWS)") $(if $(SIZES),--sizes "$(SIZES)") $(if $(TOUCHES),--touches $(TOUCHES)) \
+		$(if $(REPS),--reps $(REPS)) $(if $(FLOOR_REPS),--floor-reps $(FLOOR_REPS)) \
 		$(if $(PROGRAMS),--programs "$(PROGRAMS)")
 bench: bench-restore

@@ -1,40 +1,69 @@
 #!/bin/bash
 # Lazy restore benchmark: ours (build/lazyrestore lazy-pages) against stock
-# `criu lazy-pages`, on the same dump, in the same run, alternating order.
-#   run.sh [--sizes "256 1024 4096"] [--reps 5] [--touches 1000] [--programs "busy idle"]
-# The restored program touches random pages at once, then checks every word:
+# `criu lazy-pages`, on the same dump, in the same run, alternating order,
+# beside this machine's UFFDIO_COPY floor (bench/copyfloor).
+#   run.sh [--quick] [--full-floor] [--rows "SIZE:TOUCHES:PROGRAMS ..."] [--reps 5] [--floor-reps 5]
+#          [--sizes "MIB..." --touches N --programs "busy idle"]   (one row per size)
+# Default rows: 256:1000:busy,idle 1024:1000:busy,idle 512:20000:busy
+# (--quick: 256:1000:busy,idle 512:20000:busy and the quick floor matrix).
+# The restored program touches TOUCHES random pages at once, then checks every word:
 #   busy  the check runs at once, beside the page streaming (it faults too)
 #   idle  the check waits until the daemon has exited (a program that waits)
-# Per size, program and daemon it reports medians over the repetitions of:
+# Per row and daemon it reports the median, min and max over the repetitions of:
 #   restore   time for `criu restore --lazy-pages -d` to return
 #   resident  time from restore start until the daemon exits (all pages resident)
 #   p50/p99   latency of the restored program's first random page touches
-# and, per size, the copy floor: seconds for bench/copyfloor to UFFDIO_COPY the
-# dump's pages with 1 and 2 threads and nothing else running (what the kernel
-# allows here; "all resident" adds the restore itself and the faults).
+# and, per dump, the copy floor: bench/copyfloor puts the dump's pages file
+# (in page cache) into a fresh uffd-registered region with nothing else
+# running, for source kinds x steps (16 KiB-4 MiB) x 1/2 threads: the kinds in
+# the race at 256 MiB and 1 GiB (every kind with --full-floor), three kinds and
+# two steps at other sizes and with --quick.  Its best row (lowest median) is the
+# floor "all resident" is read against.  Then the run-time probe an engine
+# could use to choose between mmap and pread (copyfloor -P), with its cost.
 # Every run's program checks every word of its memory; a mismatch aborts the bench.
 # LR_ARGS="--prefetch-step 64 ..." passes extra options to lazyrestore lazy-pages.
+# criu runs with the caller's environment (CRIU_FAULT=130 where criu needs it).
 set -euo pipefail
-. "$(dirname "$0")/../../test/lib/common.sh"
+here=$(dirname "$0")
+. "$here/../../test/lib/common.sh"
 
-sizes="256 1024 4096" reps=5 touches=1000 programs="busy idle"
+rows="256:1000:busy,idle 1024:1000:busy,idle 512:20000:busy" reps=5 floor_reps=5 quick=0 full_floor=0
+# The floor's kinds by default: those in the race on the hosts measured so far
+# (bench/README.md); --full-floor runs every kind (O_DIRECT, UFFDIO_MOVE, ...) at 256 MiB and 1 GiB.
+FLOOR_256_KINDS=mmap-populate,pread,preadv,memfd-sendfile
+FLOOR_1G_KINDS=mmap-populate,pread,preadv
+PROBE_MIB=16
+sizes="" touches=1000 programs="busy idle"
+usage() {
+	echo "usage: run.sh [--quick] [--full-floor] [--rows \"SIZE:TOUCHES:PROGRAMS ...\"] [--reps N] [--floor-reps N]" \
+		"[--sizes \"MIB...\"] [--touches N] [--programs \"busy idle\"]" >&2
+	exit 2
+}
 while [ $# -gt 0 ]; do
 	case $1 in
+	--quick) quick=1 rows="256:1000:busy,idle 512:20000:busy"; shift ;;
+	--full-floor) full_floor=1; shift ;;
+	--rows) rows=$2; shift 2 ;;
 	--sizes) sizes=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
+	--floor-reps) floor_reps=$2; shift 2 ;;
 	--touches) touches=$2; shift 2 ;;
 	--programs) programs=$2; shift 2 ;;
-	*) echo "usage: run.sh [--sizes \"MIB...\"] [--reps N] [--touches N] [--programs \"busy idle\"]" >&2; exit 2 ;;
+	*) usage ;;
 	esac
 done
+if [ -n "$sizes" ]; then
+	rows=
+	for s in $sizes; do rows="$rows $s:$touches:${programs// /,}"; done
+fi
 TOUCH=$BUILD/bench/touch
 COPYFLOOR=$BUILD/bench/copyfloor
 out=$BUILD/bench/restore
 mkdir -p "$out"
 raw=$out/raw.tsv
-printf 'size_mib\tprogram\tdaemon\trep\trestore_s\tresident_s\tp50_us\tp99_us\tfault_p50_us\tfault_p99_us\tfaults\n' >"$raw"
+printf 'size_mib\ttouches\tprogram\tdaemon\trep\trestore_s\tresident_s\tp50_us\tp99_us\tfault_p50_us\tfault_p99_us\tfaults\n' >"$raw"
 floor=$out/floor.tsv
-printf 'size_mib\tthreads\trep\tseconds\n' >"$floor"
+printf 'size_mib\tkind\tstep_kib\tthreads\trep\tseconds\tgbps\tcpu_s\n' >"$floor"
 
 now() { date +%s.%N; }
 
@@ -42,20 +71,22 @@ now() { date +%s.%N; }
 cleanup() {
 	if [ -n "${pid:-}" ]; then kill -KILL "$pid" 2>/dev/null || true; fi
 	if [ -n "${dpid:-}" ]; then kill -KILL "$dpid" 2>/dev/null || true; fi
+	if [ -n "${w:-}" ]; then rm -rf "$w"; fi
 }
 trap cleanup EXIT
 
-# one_run SIZE PROGRAM DAEMON REP: restore the dump in $w/img lazily with DAEMON
+# one_run SIZE TOUCHES PROGRAM DAEMON REP: restore the dump in $w/img lazily with DAEMON
 one_run() {
-	local size=$1 program=$2 daemon=$3 rep=$4 t0 t1 t2 res
+	local size=$1 touches=$2 program=$3 daemon=$4 rep=$5 t0 t1 t2 res
 	rm -f "$w"/result.* "$w/img/lazy-pages.socket" "$w/status" "$w/idle"
 	[ "$program" = idle ] && touch "$w/idle"
 	mkfifo "$w/status"
 	if [ "$daemon" = stock ]; then
 		"$CRIU" lazy-pages -D "$w/img" -o "lazy-$daemon.log" --status-fd 3 3>"$w/status" &
 	else
-		"$LAZYRESTORE" lazy-pages ${LR_ARGS:-} -D "$w/img" -o "lazy-$daemon.log" --stats "$out/stats-$size-$program-$rep.json" \
-			--status-fd 3 3>"$w/status" &
+		# shellcheck disable=SC2086 # LR_ARGS is a list of options
+		"$LAZYRESTORE" lazy-pages ${LR_ARGS:-} -D "$w/img" -o "lazy-$daemon.log" \
+			--stats "$out/stats-$size-$touches-$program-$rep.json" --status-fd 3 3>"$w/status" &
 	fi
 	dpid=$!
 	timeout 30 head -c1 "$w/status" >/dev/null
@@ -71,69 +102,55 @@ one_run() {
 	res=$(head -n1 "$w/result.$pid")
 	[ "$res" = OK ] || { echo "bench: WRONG MEMORY after $daemon restore of $size MiB: $res" >&2; exit 1; }
 	tail -n +2 "$w/result.$pid" |
-		/usr/bin/python3 "$(dirname "$0")/summarize.py" "$size" "$program" "$daemon" "$rep" "$t0" "$t1" "$t2" >>"$raw"
+		/usr/bin/python3 "$here/summarize.py" "$size" "$program" "$daemon" "$rep" "$t0" "$t1" "$t2" |
+		sed "s/\t/\t$touches\t/" >>"$raw"
 	kill -KILL "$pid"
 	while [ -e "/proc/$pid" ]; do sleep 0.05; done
 }
 
-for size in $sizes; do
-	w=$(scratch "bench-$size")
+floor_done=" "
+for row in $rows; do
+	IFS=: read -r size touches progs <<<"$row"
+	[ -n "$progs" ] || usage
+	w=$(scratch "bench-$size-$touches")
 	setsid "$TOUCH" -d "$w" -m "$size" -n "$touches" </dev/null >/dev/null 2>&1 &
 	pid=$!
 	disown "$pid"
 	wait_for_file "$w/ready.$pid" 120
 	criu_dump "$pid" "$w/img" || { echo "bench: dump of $size MiB failed" >&2; exit 1; }
 	sync # the dump's writeback would otherwise slow whichever daemon runs first
-	pages=$(ls -S "$w"/img/pages-*.img | head -n1)
-	for rep in $(seq 1 "$reps"); do
-		# alternate as for the daemons: memory just freed by a run is cheaper for the next
-		if [ $((rep % 2)) = 1 ]; then order="1 2"; else order="2 1"; fi
-		for threads in $order; do
-			s=$("$COPYFLOOR" -f "$pages" -m "$size" -t "$threads") || { echo "bench: copyfloor failed" >&2; exit 1; }
-			printf '%s\t%s\t%s\t%s\n' "$size" "$threads" "$rep" "$s" >>"$floor"
-			echo "  $size MiB copy floor, $threads thread(s), rep $rep: $s s"
-		done
-	done
-	for program in $programs; do
+	pages=$(find "$w/img" -name 'pages-*.img' -printf '%s %p\n' | sort -n | tail -n1 | cut -d' ' -f2)
+	if [[ $floor_done != *" $size "* ]]; then
+		floor_done="$floor_done$size "
+		fargs=()
+		if [ "$full_floor" = 1 ] && { [ "$size" = 256 ] || [ "$size" = 1024 ]; }; then
+			fargs=()
+		elif [ "$quick" = 1 ] || { [ "$size" != 256 ] && [ "$size" != 1024 ]; }; then
+			fargs=(-q)
+		elif [ "$size" = 256 ]; then
+			fargs=(-k "$FLOOR_256_KINDS")
+		else
+			fargs=(-k "$FLOOR_1G_KINDS")
+		fi
+		echo "  $size MiB copy floor (${fargs[*]:-every kind}, $floor_reps reps, alternating)..."
+		"$COPYFLOOR" -f "$pages" -m "$size" -r "$floor_reps" "${fargs[@]}" | tail -n +2 | sed "s/^/$size\t/" >>"$floor" ||
+			{ echo "bench: copyfloor failed" >&2; exit 1; }
+		"$COPYFLOOR" -f "$pages" -P "$PROBE_MIB" | sed "s/^/  probe $size MiB: /"
+	fi
+	for program in ${progs//,/ }; do
 		for rep in $(seq 1 "$reps"); do
 			# alternate who goes first, so page-cache warmth favours neither
 			if [ $((rep % 2)) = 1 ]; then order="stock ours"; else order="ours stock"; fi
 			for daemon in $order; do
-				one_run "$size" "$program" "$daemon" "$rep"
-				tail -n1 "$raw" | awk -F'\t' '{ printf "  %5s MiB %-4s %-5s rep %s: restore %.3f s, resident %.3f s, touch p50 %.1f p99 %.1f us, %d faulting touches p50 %.1f p99 %.1f us\n", $1, $2, $3, $4, $5, $6, $7, $8, $11, $9, $10 }'
+				one_run "$size" "$touches" "$program" "$daemon" "$rep"
+				tail -n1 "$raw" | awk -F'\t' '{ printf "  %5s MiB %5s touches %-4s %-5s rep %s: restore %.3f s, resident %.3f s, touch p50 %.1f p99 %.1f us, %d faulting touches p50 %.1f p99 %.1f us\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $12, $10, $11 }'
 			done
 		done
 	done
-	rm -rf "$w/img"
+	kill -KILL "$pid" 2>/dev/null || true
+	pid=
+	rm -rf "$w"
+	w=
 done
 
-/usr/bin/python3 - "$raw" "$floor" <<'PY' | tee "$out/table.txt"
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-floor = list(csv.DictReader(open(sys.argv[2]), delimiter="\t"))
-metrics = [("restore_s", "restore returns (s)"), ("resident_s", "all resident (s)"),
-           ("p50_us", "first touches p50 (us)"), ("p99_us", "first touches p99 (us)"),
-           ("fault_p50_us", "fault p50 (us)"), ("fault_p99_us", "fault p99 (us)"),
-           ("faults", "touches that faulted")]
-print("| size | program | metric | stock criu lazy-pages | lazyrestore | ours/stock |")
-print("|---|---|---|---|---|---|")
-for size in sorted({int(r["size_mib"]) for r in rows}):
-    for prog in sorted({r["program"] for r in rows}):
-        sel = [r for r in rows if int(r["size_mib"]) == size and r["program"] == prog]
-        for key, label in metrics:
-            med = {}
-            for d in ("stock", "ours"):
-                vals = [float(r[key]) for r in sel if r["daemon"] == d]
-                med[d] = statistics.median(vals) if vals else float("nan")
-            n = len([r for r in sel if r["daemon"] == "ours"])
-            ratio = med["ours"] / med["stock"] if med["stock"] else float("nan")
-            print(f"| {size} MiB | {prog} | {label} | {med['stock']:.3f} | {med['ours']:.3f} | {ratio:.2f} |")
-print(f"\nmedians of {n} runs each; raw data: {sys.argv[1]}")
-print("\n| size | UFFDIO_COPY floor, 1 thread (s) | 2 threads (s) |")
-print("|---|---|---|")
-for size in sorted({int(r["size_mib"]) for r in floor}):
-    med = [statistics.median(float(r["seconds"]) for r in floor if int(r["size_mib"]) == size and r["threads"] == t)
-           for t in ("1", "2")]
-    print(f"| {size} MiB | {med[0]:.3f} | {med[1]:.3f} |")
-print(f"copy floor: bench/copyfloor, medians; raw data: {sys.argv[2]}")
-PY
+/usr/bin/python3 "$here/summarize.py" tables "$raw" "$floor" | tee "$out/table.txt"
