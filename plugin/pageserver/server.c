@@ -28,6 +28,9 @@
 #include "plugin/cli/commands.h"
 #include "plugin/log/log.h"
 #include "plugin/pageserver/protocol.h"
+#include "plugin/transport/io.h"
+
+#define TLS_HANDSHAKE_MS 10000
 
 static const char usage_text[] =
     "usage: lazyrestore page-server -D DIR --port PORT [OPTIONS]\n"
@@ -54,6 +57,14 @@ static const char usage_text[] =
     "                         (default 1; 0 = serve until killed)\n"
     "      --wire 4.1|4.2     header format: CRIU 4.1.1's 24 bytes (default) or\n"
     "                         the 32-byte one with a 64-bit page count\n"
+    "      --tls              TLS as criu's: X.509 both ways, a client certificate\n"
+    "                         signed by the CA is required before any byte is served\n"
+    "      --tls-cacert FILE  CA (default /etc/pki/CA/cacert.pem + the system's)\n"
+    "      --tls-cacrl FILE   revocation list (default /etc/pki/CA/cacrl.pem if present)\n"
+    "      --tls-cert FILE    our certificate (default /etc/pki/criu/cert.pem)\n"
+    "      --tls-key FILE     its key (default /etc/pki/criu/private/key.pem)\n"
+    "      --tls-no-cn-verify do not check the client certificate's name against\n"
+    "                         --address (checked only when --address is given)\n"
     "  -o, --log-file FILE    log here ('-' = stdout; default stderr)\n"
     "  -v[v...], -vN, --verbosity[=N]\n"
     "                         log level: 1 errors, 2 +warnings (default), 3 +info, 4 +debug\n"
@@ -72,6 +83,8 @@ struct ps_server {
 	struct ps_image *images; /* what ps_answer_get() serves, one per task */
 	size_t nr_tasks;
 	enum ps_wire wire;
+	struct lr_tls_creds *tls; /* NULL: plain TCP */
+	const char *verify_host;  /* with TLS: the client's certificate must name it (criu: --address) */
 	/* the sessions: how many are open, how many failed; under lock */
 	pthread_mutex_t lock;
 	unsigned open, accepted, failed;
@@ -81,6 +94,7 @@ struct ps_server {
 /* One client connection, served by its own thread; the images are shared read-only. */
 struct ps_conn {
 	struct ps_server *srv;
+	struct lr_io io;
 	int sk;
 	char peer[INET6_ADDRSTRLEN + 16];
 	uint64_t rx_off; /* bytes read from the peer so far, for error messages */
@@ -145,12 +159,11 @@ static int read_full(struct ps_conn *s, void *buf, size_t len)
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t r = recv(s->sk, (char *)buf + done, len - done, 0);
+		char why[160];
+		ssize_t r = lr_io_recv(&s->io, (char *)buf + done, len - done, why, sizeof(why));
 
-		if (r < 0 && errno == EINTR)
-			continue;
 		if (r < 0) {
-			pr_perror("peer %s: offset %llu: recv", s->peer, (unsigned long long)(s->rx_off + done));
+			pr_err("peer %s: offset %llu: %s\n", s->peer, (unsigned long long)(s->rx_off + done), why);
 			return -1;
 		}
 		if (r == 0) {
@@ -166,8 +179,34 @@ static int read_full(struct ps_conn *s, void *buf, size_t len)
 	return 1;
 }
 
+/* Over TLS: every buffer in as few records as gnutls makes of them. */
+static int send_iov_tls(struct ps_conn *s, struct iovec *iov, int n)
+{
+	char why[160];
+
+	lr_io_cork(&s->io);
+	for (int i = 0; i < n; i++)
+		for (size_t off = 0; off < iov[i].iov_len;) {
+			ssize_t w =
+			    lr_io_send(&s->io, (char *)iov[i].iov_base + off, iov[i].iov_len - off, why, sizeof(why));
+
+			if (w < 0) {
+				pr_err("peer %s: %s\n", s->peer, why);
+				return -1;
+			}
+			off += (size_t)w;
+		}
+	if (lr_io_uncork(&s->io, why, sizeof(why))) {
+		pr_err("peer %s: %s\n", s->peer, why);
+		return -1;
+	}
+	return 0;
+}
+
 static int send_iov(struct ps_conn *s, struct iovec *iov, int n)
 {
+	if (s->io.tls)
+		return send_iov_tls(s, iov, n);
 	while (n > 0) {
 		ssize_t w = sendmsg(s->sk, &(struct msghdr){.msg_iov = iov, .msg_iovlen = n}, MSG_NOSIGNAL);
 
@@ -332,11 +371,24 @@ static void *session(void *arg)
 {
 	struct ps_conn *c = arg;
 	struct ps_server *s = c->srv;
-	int rc = serve(c);
+	char why[600];
+	int rc;
+
+	c->io = (struct lr_io){.sk = c->sk};
+	if (s->tls && lr_io_tls_start(&c->io, s->tls, true, s->verify_host, TLS_HANDSHAKE_MS, why, sizeof(why))) {
+		/* no certificate the CA signed, no byte of memory */
+		pr_err("peer %s: offset 0: %s\n", c->peer, why);
+		rc = -1;
+	} else {
+		if (s->tls)
+			pr_info("page-server: peer %s: TLS handshake done, certificate verified\n", c->peer);
+		rc = serve(c);
+	}
 
 	pr_info("page-server: %llu requests, %llu pages sent to %s%s\n", (unsigned long long)c->requests,
 		(unsigned long long)c->pages_sent, c->peer, rc ? " (session failed)" : "");
-	close(c->sk);
+	c->io.sk = c->sk;
+	lr_io_close(&c->io, rc == 0);
 	pthread_mutex_lock(&s->lock);
 	s->open--;
 	s->failed += rc != 0;
@@ -426,7 +478,17 @@ static int parse_num(const char *opt, const char *v, long max, long *out)
 	return 0;
 }
 
-enum { OPT_ADDRESS = 256, OPT_PORT, OPT_STATUS_FD, OPT_VERBOSITY, OPT_PIDFILE, OPT_COMPAT, OPT_SESSIONS, OPT_WIRE };
+enum {
+	OPT_ADDRESS = 256,
+	OPT_PORT,
+	OPT_STATUS_FD,
+	OPT_VERBOSITY,
+	OPT_PIDFILE,
+	OPT_COMPAT,
+	OPT_SESSIONS,
+	OPT_WIRE,
+	OPT_TLS,
+};
 
 static int write_pidfile(const char *path)
 {
@@ -447,6 +509,7 @@ int cmd_page_server(int argc, char **argv)
 	    {"port", required_argument, NULL, OPT_PORT},
 	    {"sessions", required_argument, NULL, OPT_SESSIONS},
 	    {"wire", required_argument, NULL, OPT_WIRE},
+	    LR_TLS_LONGOPTS(OPT_TLS),
 	    {"log-file", required_argument, NULL, 'o'},
 	    {"verbosity", optional_argument, NULL, OPT_VERBOSITY},
 	    {"status-fd", required_argument, NULL, OPT_STATUS_FD},
@@ -457,15 +520,23 @@ int cmd_page_server(int argc, char **argv)
 	long port = -1, status_fd = -1, sessions = 1;
 	int c, level = LR_LOG_WARN, lsk, chosen = 0, ret = 1;
 	struct ps_server s = {.wire = PS_WIRE_24};
+	struct lr_tls_opts tls = {0};
+	bool address_given = false;
+	char err[600];
 
 	/* "v::" as in criu: -v, -vv..., or -vN */
 	while ((c = getopt_long(argc, argv, "D:o:v::h", opts, NULL)) != -1) {
+		if (c >= OPT_TLS && c < OPT_TLS + LR_TLS_NR_OPTS) {
+			lr_tls_opt(&tls, c - OPT_TLS, optarg);
+			continue;
+		}
 		switch (c) {
 		case 'D':
 			dir = optarg;
 			break;
 		case OPT_ADDRESS:
 			address = optarg;
+			address_given = true;
 			break;
 		case OPT_PORT:
 			if (parse_num("--port", optarg, 65535, &port))
@@ -516,13 +587,22 @@ int cmd_page_server(int argc, char **argv)
 	lr_log_set_level(level);
 	signal(SIGPIPE, SIG_IGN);
 	pthread_mutex_init(&s.lock, NULL);
+	if (tls.on) {
+		s.tls = lr_tls_creds_load(&tls, err, sizeof(err));
+		if (!s.tls) {
+			pr_err("page-server: %s\n", err);
+			goto out_log;
+		}
+		/* as criu's page server: the client's certificate is checked against --address, if given */
+		s.verify_host = address_given && !tls.no_cn_verify ? address : NULL;
+	}
 
 	lsk = listen_on(address, (int)port, &chosen);
 	if (lsk < 0)
 		goto out_log;
 	/* the first line: where the pages are reachable (warning level, so it is always there) */
-	pr_warn("page-server: listening on %s port %d (%s header)\n", address, chosen,
-		s.wire == PS_WIRE_32 ? "32-byte" : "24-byte");
+	pr_warn("page-server: listening on %s port %d (%s header, %s)\n", address, chosen,
+		s.wire == PS_WIRE_32 ? "32-byte" : "24-byte", s.tls ? "TLS, client certificate required" : "plain TCP");
 	if ((pidfile && write_pidfile(pidfile)) || load_images(&s, dir))
 		goto out;
 	if (port == 0) {
@@ -544,6 +624,7 @@ out:
 	close(lsk);
 	unload_images(&s);
 out_log:
+	lr_tls_creds_free(s.tls);
 	lr_log_close();
 	return ret;
 }

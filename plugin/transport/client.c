@@ -27,6 +27,7 @@
 #define BACKOFF_MIN_MS 20
 #define BACKOFF_MAX_MS 2000
 #define CONNECT_MS     3000
+#define READ_BUDGET    (256U << 10)
 #define ERR_LEN	       512
 #define MSG_LEN	       (ERR_LEN + 96)
 
@@ -56,7 +57,6 @@ struct conn {
 	uint64_t last_rx_ms; /* last byte received, or when answers became due */
 	uint64_t retry_at_ms, down_since_ms;
 	unsigned backoff_ms;
-	bool eof_ok; /* psc_close: the server's status is wanted */
 };
 
 struct psc {
@@ -205,7 +205,7 @@ static void fail_list(struct psc *c, struct preq *r, const char *why)
 		struct preq *next = r->next;
 		char err[MSG_LEN + 160];
 
-		snprintf(err, sizeof(err), "peer %s: pid %u page %#llx (%u pages) not served: %s", c->peer, r->pid,
+		snprintf(err, sizeof(err), "pid %u page %#llx (%u pages) not served: %s", r->pid,
 			 (unsigned long long)r->r.vaddr, r->r.left, why);
 		complete(r, -1, err);
 		r = next;
@@ -255,7 +255,7 @@ static void conn_lost(struct psc *c, struct conn *k, const char *why)
 
 		for (unsigned i = 0; i < NR_CONNS; i++)
 			fifo_prepend(&k->inflight, &back[i]);
-		snprintf(msg, sizeof(msg), "%s (the source serves one connection: no reconnect)", why);
+		snprintf(msg, sizeof(msg), "%s (reconnecting is off)", why);
 		fail_all(c, msg);
 		return;
 	}
@@ -332,13 +332,18 @@ static void fill_all(struct psc *c)
 }
 
 /* 0, or -1: k is lost (why says so). */
-static int conn_flush(struct conn *k, char *why, size_t len)
+static int conn_flush(struct psc *c, struct conn *k, char *why, size_t len)
 {
 	while (k->out_off < k->out_len) {
-		ssize_t w = lr_io_send(&k->io, k->out + k->out_off, k->out_len - k->out_off, why, len);
+		char err[ERR_LEN - 160];
+		ssize_t w = lr_io_send(&k->io, k->out + k->out_off, k->out_len - k->out_off, err, sizeof(err));
 
-		if (w < 0)
-			return errno == EAGAIN ? 0 : -1;
+		if (w < 0 && errno == EAGAIN)
+			return 0;
+		if (w < 0) {
+			snprintf(why, len, "peer %s: offset %llu: %s", c->peer, (unsigned long long)k->rx.off, err);
+			return -1;
+		}
 		k->out_off += (size_t)w;
 	}
 	return 0;
@@ -374,27 +379,34 @@ static void answered(struct psc *c, struct conn *k, uint32_t pages)
 		complete(r, 0, NULL);
 }
 
-/* Read what k has; 0, -1 lost (why), -2 protocol error (why: fatal). */
+/*
+ * Read what k has, up to READ_BUDGET bytes (so that the other connection's
+ * urgent answer is not held up behind a long stream); 0, -1 lost (why),
+ * -2 protocol error (why: fatal).
+ */
 static int conn_read(struct psc *c, struct conn *k, char *why, size_t len)
 {
-	for (;;) {
+	for (size_t budget = READ_BUDGET; budget;) {
 		struct psa_req *head = k->inflight.head ? &k->inflight.head->r : NULL;
 		size_t want;
 		void *buf = psa_want(&k->rx, head, &want);
-		ssize_t n = lr_io_recv(&k->io, buf, want, why, len);
 		uint32_t pages;
-		char err[ERR_LEN - 128];
+		char err[ERR_LEN - 160];
+		ssize_t n = lr_io_recv(&k->io, buf, want < budget ? want : budget, err, sizeof(err));
 
-		if (n < 0)
-			return errno == EAGAIN ? 0 : -1;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n < 0) {
+			snprintf(why, len, "peer %s: offset %llu: %s", c->peer, (unsigned long long)k->rx.off, err);
+			return -1;
+		}
 		if (n == 0) {
-			if (k->eof_ok)
-				return -1;
 			snprintf(why, len, "peer %s: offset %llu: connection closed%s", c->peer,
 				 (unsigned long long)k->rx.off, head ? " with answers due" : "");
 			return -1;
 		}
 		k->last_rx_ms = now_ms();
+		budget -= (size_t)n;
 		switch (psa_got(&k->rx, head, (size_t)n, &pages, err, sizeof(err))) {
 		case PSA_ERROR:
 			snprintf(why, len, "peer %s: %s", c->peer, err);
@@ -404,6 +416,7 @@ static int conn_read(struct psc *c, struct conn *k, char *why, size_t len)
 			break;
 		}
 	}
+	return 0;
 }
 
 /* ---- the I/O thread ------------------------------------------------------ */
@@ -441,7 +454,8 @@ static void *io_thread(void *arg)
 		fill_all(c);
 		p[n] = (struct pollfd){.fd = c->wake, .events = POLLIN};
 		which[n++] = NULL;
-		for (unsigned i = 0; i < c->nr_conns; i++) {
+		/* the urgent connection first */
+		for (unsigned i = c->nr_conns; i-- > 0;) {
 			struct conn *k = &c->conn[i];
 
 			if (k->io.sk < 0) {
@@ -455,7 +469,7 @@ static void *io_thread(void *arg)
 			which[n++] = k;
 		}
 		if (poll(p, n, timeout) < 0 && errno != EINTR) {
-			fail_all(c, "poll failed");
+			fail_all(c, "the client's poll failed");
 			break;
 		}
 		if (p[0].revents & POLLIN) {
@@ -471,7 +485,7 @@ static void *io_thread(void *arg)
 			int r = 0;
 
 			if (p[i].revents & POLLOUT || k->out_off < k->out_len)
-				r = conn_flush(k, why, sizeof(why));
+				r = conn_flush(c, k, why, sizeof(why));
 			if (!r && (p[i].revents & (POLLIN | POLLERR | POLLHUP) || lr_io_pending(&k->io)))
 				r = conn_read(c, k, why, sizeof(why));
 			if (!r && k->inflight.head && now_ms() - k->last_rx_ms > c->o.stall_ms) {
@@ -627,7 +641,10 @@ int psc_close(struct psc *c)
 	pthread_join(c->thread, NULL);
 	if (!idle(c))
 		ret = -1;
-	fail_all(c, "client closed");
+	char why[MSG_LEN];
+
+	snprintf(why, sizeof(why), "peer %s: the client was closed first", c->peer);
+	fail_all(c, why);
 	for (unsigned i = 0; i < c->nr_conns; i++) {
 		struct conn *k = &c->conn[i];
 

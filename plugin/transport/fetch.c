@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,8 @@ static const char usage_text[] =
     "      --port PORT\n"
     "      --chunk PAGES      pages per GET (default 256)\n"
     "      --urgent-every N   every Nth GET is urgent (default 0: none)\n"
+    "      --faults N         meanwhile, N one-page urgent GETs of random pages, one\n"
+    "                         at a time like a faulting thread (latency p50/p99)\n"
     "      --urgent-channel   a second connection for urgent GETs (our page server)\n"
     "      --reconnect        survive a lost connection (our page server)\n"
     "      --window PAGES     background pages in flight (default 4096)\n"
@@ -99,6 +102,84 @@ struct task {
 	uint8_t *buf; /* the fetched pages, at the pages file's offsets */
 };
 
+/* A faulting thread: one-page urgent GETs of random present pages, one at a time. */
+struct faulter {
+	struct psc *c;
+	struct task *tasks;
+	size_t nr;
+	long n;
+	_Atomic bool stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int status; /* of the GET in flight: 1 while waiting */
+	uint64_t *lat_us;
+	size_t nr_lat;
+	uint64_t bad;
+	char err[1024];
+};
+
+static void fault_done(void *arg, int status, uint32_t pid, uint64_t vaddr, uint32_t nr_pages, const char *err)
+{
+	struct faulter *fa = arg;
+
+	(void)pid;
+	(void)vaddr;
+	(void)nr_pages;
+	pthread_mutex_lock(&fa->lock);
+	fa->status = status;
+	if (status)
+		snprintf(fa->err, sizeof(fa->err), "%s", err);
+	pthread_cond_signal(&fa->cond);
+	pthread_mutex_unlock(&fa->lock);
+}
+
+static void *faulter(void *arg)
+{
+	struct faulter *fa = arg;
+	unsigned seed = 1;
+	uint8_t *page = malloc(IMG_PAGE_SIZE);
+
+	for (long i = 0; page && i < fa->n && !fa->stop; i++) {
+		struct task *t = &fa->tasks[(size_t)rand_r(&seed) % fa->nr];
+		const struct img_pme *p;
+		struct timespec t0;
+		uint64_t pg;
+		char err[600];
+
+		if (!t->mm.nr_pmes)
+			continue;
+		p = &t->mm.pmes[(size_t)rand_r(&seed) % t->mm.nr_pmes];
+		if (!(p->flags & IMG_PE_PRESENT))
+			continue;
+		pg = (uint64_t)rand_r(&seed) % p->nr_pages;
+		fa->status = 1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (psc_submit(fa->c, t->pid, p->vaddr + pg * IMG_PAGE_SIZE, 1, page, PSC_URGENT, fault_done, fa, err,
+			       sizeof(err))) {
+			snprintf(fa->err, sizeof(fa->err), "%s", err);
+			fa->bad++;
+			break;
+		}
+		pthread_mutex_lock(&fa->lock);
+		while (fa->status == 1)
+			pthread_cond_wait(&fa->cond, &fa->lock);
+		pthread_mutex_unlock(&fa->lock);
+		if (fa->status) {
+			fa->bad++;
+			break;
+		}
+		fa->lat_us[fa->nr_lat++] = us_since(&t0);
+		if (memcmp(page, t->pages.base + p->file_off + pg * IMG_PAGE_SIZE, IMG_PAGE_SIZE)) {
+			snprintf(fa->err, sizeof(fa->err), "pid %u page %#llx: urgent answer differs from the image",
+				 t->pid, (unsigned long long)(p->vaddr + pg * IMG_PAGE_SIZE));
+			fa->bad++;
+		}
+		usleep(1000);
+	}
+	free(page);
+	return NULL;
+}
+
 static int load(const char *dir, struct img_dir **d, struct task **out, size_t *nr)
 {
 	struct img_task *tasks = NULL;
@@ -159,6 +240,7 @@ enum {
 	OPT_RETRY,
 	OPT_PACE,
 	OPT_WIRE,
+	OPT_FAULTS,
 	OPT_TLS,
 };
 
@@ -239,6 +321,7 @@ int cmd_page_fetch(int argc, char **argv)
 	    {"retry-ms", required_argument, NULL, OPT_RETRY},
 	    {"pace-ms", required_argument, NULL, OPT_PACE},
 	    {"wire", required_argument, NULL, OPT_WIRE},
+	    {"faults", required_argument, NULL, OPT_FAULTS},
 	    LR_TLS_LONGOPTS(OPT_TLS),
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -248,6 +331,8 @@ int cmd_page_fetch(int argc, char **argv)
 	const char *dir = ".";
 	long v, chunk = 256, every = 0, pace = 0;
 	struct fetch f = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+	struct faulter fa = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+	pthread_t fault_thread;
 	struct img_dir *d = NULL;
 	struct task *tasks = NULL;
 	size_t nr = 0;
@@ -302,6 +387,11 @@ int cmd_page_fetch(int argc, char **argv)
 				return 2;
 			po.retry_ms = (unsigned)v;
 			break;
+		case OPT_FAULTS:
+			if (num("--faults", optarg, 1 << 20, &v))
+				return 2;
+			fa.n = v;
+			break;
 		case OPT_PACE:
 			if (num("--pace-ms", optarg, 10000, &pace))
 				return 2;
@@ -337,6 +427,15 @@ int cmd_page_fetch(int argc, char **argv)
 		fprintf(stderr, "lazyrestore page-fetch: %s\n", err);
 		goto out;
 	}
+	fa.c = c;
+	fa.tasks = tasks;
+	fa.nr = nr;
+	fa.lat_us = calloc(fa.n ? (size_t)fa.n : 1, sizeof(*fa.lat_us));
+	if (!fa.lat_us || (fa.n && nr && pthread_create(&fault_thread, NULL, faulter, &fa))) {
+		fa.n = 0;
+		fa.bad++;
+		snprintf(fa.err, sizeof(fa.err), "cannot start the faulting thread");
+	}
 	int sub = submit_all(c, &f, tasks, nr, chunk, every, pace);
 
 	pthread_mutex_lock(&f.lock);
@@ -344,11 +443,24 @@ int cmd_page_fetch(int argc, char **argv)
 		pthread_cond_wait(&f.cond, &f.lock);
 	pthread_mutex_unlock(&f.lock);
 	double secs = (double)us_since(&t0) / 1e6;
+
+	fa.stop = true;
+	if (fa.n && nr)
+		pthread_join(fault_thread, NULL);
 	struct psc_stats st;
 
 	psc_get_stats(c, &st);
 	int closed = psc_close(c);
 
+	qsort(fa.lat_us, fa.nr_lat, sizeof(*fa.lat_us), cmp_u64);
+	if (fa.n)
+		printf("page-fetch: %zu faults during the stream: p50 %llu us p99 %llu us%s\n", fa.nr_lat,
+		       (unsigned long long)(fa.nr_lat ? fa.lat_us[fa.nr_lat / 2] : 0),
+		       (unsigned long long)(fa.nr_lat ? fa.lat_us[fa.nr_lat * 99 / 100] : 0), fa.bad ? "; FAILED" : "");
+	if (fa.bad) {
+		fprintf(stderr, "lazyrestore page-fetch: fault: %s\n", fa.err);
+		goto out;
+	}
 	if (sub || f.failed) {
 		fprintf(stderr, "lazyrestore page-fetch: %llu requests failed; first: %s\n",
 			(unsigned long long)f.failed, f.first_err);
@@ -380,6 +492,7 @@ out:
 	}
 	free(tasks);
 	free(f.lat_us);
+	free(fa.lat_us);
 	if (d)
 		img_dir_close(d);
 	return ret;

@@ -1,0 +1,64 @@
+#!/bin/bash
+# shellcheck disable=SC2034 # sets variables for the scripts that source it
+# Helpers for the network tests (test/cases/5[1-9]-*.sh).  Source after common.sh.
+
+# free_port: a TCP port nobody listens on now (other engineers' tests run at the same time)
+free_port() {
+	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_ps DIR NAME [ARGS...]: our page server for DIR/img on a free loopback port
+# (or $PORT if set), log in DIR/ps-NAME.log; sets $port and $spid.
+start_ps() {
+	local d=$1 name=$2
+	shift 2
+	rm -f "$d/st.$name"
+	mkfifo "$d/st.$name"
+	port=${PORT:-0}
+	"$LAZYRESTORE" page-server -D "$d/img" --port "$port" -o "$d/ps-$name.log" -v4 \
+		--status-fd 3 "$@" 3>"$d/st.$name" >"$d/ps-$name.out" 2>&1 &
+	spid=$!
+	head -c1 "$d/st.$name" >/dev/null
+	rm -f "$d/st.$name"
+	[ "$port" = 0 ] && port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$d/ps-$name.out")
+	[ -n "$port" ]
+}
+
+# ps_exit: the page server's exit status (waits up to 30 s, then kills it)
+ps_exit() {
+	local n=300
+	while kill -0 "$spid" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+	kill "$spid" 2>/dev/null
+	wait "$spid"
+	local rc=$?
+	spid=
+	return $rc
+}
+
+# make_certs DIR: a CA, a certificate for 127.0.0.1 it signed (both sides use it, as
+# criu's tests do), and a second CA with a certificate of its own (a stranger).
+make_certs() {
+	local c=$1/pki
+	mkdir -p "$c"
+	(
+		cd "$c" || exit 1
+		for ca in ca other-ca; do
+			openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=lazyrestore test $ca" \
+				-keyout "$ca-key.pem" -out "$ca.pem" -addext basicConstraints=critical,CA:TRUE \
+				-addext keyUsage=critical,keyCertSign,cRLSign || exit 1
+		done
+		printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n' >ext.cnf
+		for who in peer:ca stranger:other-ca; do
+			openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "${who%%:*}-key.pem" \
+				-out "${who%%:*}.csr" || exit 1
+			openssl x509 -req -in "${who%%:*}.csr" -CA "${who#*:}.pem" -CAkey "${who#*:}-key.pem" \
+				-CAcreateserial -days 2 -extfile ext.cnf -out "${who%%:*}.pem" || exit 1
+		done
+	) >"$c/openssl.log" 2>&1
+}
+
+# tls_args DIR WHO: criu's --tls options for the certificate WHO (peer, stranger)
+tls_args() {
+	local c=$1/pki
+	echo "--tls --tls-cacert $c/ca.pem --tls-cert $c/$2.pem --tls-key $c/$2-key.pem"
+}
