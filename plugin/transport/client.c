@@ -577,7 +577,8 @@ int psc_submit(struct psc *c, uint32_t pid, uint64_t vaddr, uint32_t nr_pages, v
 			   .arg = arg};
 	pthread_mutex_lock(&c->lock);
 	if (c->failed || c->stopping) {
-		snprintf(err, errlen, "peer %s: %s", c->peer, c->failed ? c->fail_why : "client closing");
+		snprintf(err, errlen, "pid %u page %#llx (%u pages) not served: %s", pid, (unsigned long long)vaddr,
+			 nr_pages, c->failed ? c->fail_why : "the client is closing");
 		pthread_mutex_unlock(&c->lock);
 		free(r);
 		return -1;
