@@ -218,6 +218,12 @@ static void fail_all(struct psc *c, const char *why)
 	struct preq *lists[NR_CONNS * 2];
 	unsigned n = 0;
 
+	/* in flight first: the head of a connection is the GET whose answer failed */
+	for (unsigned i = 0; i < NR_CONNS; i++) {
+		lists[n++] = c->conn[i].inflight.head;
+		c->conn[i].inflight = (struct fifo){NULL, NULL};
+		c->conn[i].inflight_pages = 0;
+	}
 	pthread_mutex_lock(&c->lock);
 	if (!c->failed) {
 		c->failed = true;
@@ -228,11 +234,6 @@ static void fail_all(struct psc *c, const char *why)
 		c->queue[i] = (struct fifo){NULL, NULL};
 	}
 	pthread_mutex_unlock(&c->lock);
-	for (unsigned i = 0; i < NR_CONNS; i++) {
-		lists[n++] = c->conn[i].inflight.head;
-		c->conn[i].inflight = (struct fifo){NULL, NULL};
-		c->conn[i].inflight_pages = 0;
-	}
 	for (unsigned i = 0; i < n; i++)
 		fail_list(c, lists[i], why);
 }
