@@ -179,13 +179,18 @@ static int read_full(struct ps_conn *s, void *buf, size_t len)
 	return 1;
 }
 
-/* Over TLS: every buffer in as few records as gnutls makes of them. */
+/*
+ * Over TLS: each buffer in records of its own.  criu's client reads an
+ * answer's header, then waits for the socket to be readable before reading
+ * the pages: pages in the header's record would sit decrypted in gnutls'
+ * buffer with the socket empty, and that client would wait forever.
+ */
 static int send_iov_tls(struct ps_conn *s, struct iovec *iov, int n)
 {
 	char why[160];
 
-	lr_io_cork(&s->io);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		lr_io_cork(&s->io);
 		for (size_t off = 0; off < iov[i].iov_len;) {
 			ssize_t w =
 			    lr_io_send(&s->io, (char *)iov[i].iov_base + off, iov[i].iov_len - off, why, sizeof(why));
@@ -196,9 +201,10 @@ static int send_iov_tls(struct ps_conn *s, struct iovec *iov, int n)
 			}
 			off += (size_t)w;
 		}
-	if (lr_io_uncork(&s->io, why, sizeof(why))) {
-		pr_err("peer %s: %s\n", s->peer, why);
-		return -1;
+		if (lr_io_uncork(&s->io, why, sizeof(why))) {
+			pr_err("peer %s: %s\n", s->peer, why);
+			return -1;
+		}
 	}
 	return 0;
 }
