@@ -44,6 +44,8 @@ static const char usage_text[] =
     "      --window PAGES     background pages in flight (default 4096)\n"
     "      --stall-ms MS      no byte for this long with answers due: reconnect (default 10000)\n"
     "      --retry-ms MS      give up reconnecting after this long (default 30000)\n"
+    "      --lazy-dump        DIR is a `criu dump --lazy-pages` dump: fetch its lazy\n"
+    "                         entries (not in its pages files, so not compared)\n"
     "      --pace-ms MS       submit in 16 steps, MS apart (tests break the link meanwhile)\n"
     "      --wire 4.1|4.2     header format (default 4.1: 24 bytes)\n"
     "      --tls, --tls-cacert FILE, --tls-cacrl FILE, --tls-cert FILE, --tls-key FILE,\n"
@@ -100,6 +102,8 @@ struct task {
 	struct img_mm mm;
 	struct img_pages pages;
 	uint8_t *buf; /* the fetched pages, at the pages file's offsets */
+	uint64_t lazy_pages;
+	uint8_t *lazy_buf; /* --lazy-dump: the lazy entries' pages, one after the other */
 };
 
 /* A faulting thread: one-page urgent GETs of random present pages, one at a time. */
@@ -211,7 +215,11 @@ static int load(const char *dir, struct img_dir **d, struct task **out, size_t *
 			goto fail;
 		}
 		t->buf = malloc(t->mm.pages_bytes ? t->mm.pages_bytes : 1);
-		if (!t->buf)
+		for (size_t e = 0; e < t->mm.nr_pmes; e++)
+			if (t->mm.pmes[e].flags & IMG_PE_LAZY)
+				t->lazy_pages += t->mm.pmes[e].nr_pages;
+		t->lazy_buf = malloc(t->lazy_pages ? t->lazy_pages * IMG_PAGE_SIZE : 1);
+		if (!t->buf || !t->lazy_buf)
 			goto fail;
 	}
 	img_tasks_free(tasks, n);
@@ -241,6 +249,7 @@ enum {
 	OPT_PACE,
 	OPT_WIRE,
 	OPT_FAULTS,
+	OPT_LAZY,
 	OPT_TLS,
 };
 
@@ -259,21 +268,27 @@ static int num(const char *opt, const char *v, long max, long *out)
 
 /* Submit every present entry of every task in chunks; step/steps of them when paced. */
 static int submit_all(struct psc *c, struct fetch *f, struct task *tasks, size_t nr, long chunk, long every,
-		      long pace_ms)
+		      long pace_ms, bool lazy)
 {
 	uint64_t total = 0, sent = 0, n = 0;
 	char err[600];
 
 	for (size_t i = 0; i < nr; i++)
-		total += tasks[i].mm.pages_bytes / IMG_PAGE_SIZE;
+		total += lazy ? tasks[i].lazy_pages : tasks[i].mm.pages_bytes / IMG_PAGE_SIZE;
 	for (size_t i = 0; i < nr; i++) {
 		struct task *t = &tasks[i];
+		uint64_t lazy_off = 0;
 
 		for (size_t e = 0; e < t->mm.nr_pmes; e++) {
 			const struct img_pme *p = &t->mm.pmes[e];
+			uint8_t *base = t->buf + p->file_off;
 
-			if (!(p->flags & IMG_PE_PRESENT))
+			if (lazy && (p->flags & IMG_PE_LAZY)) {
+				base = t->lazy_buf + lazy_off;
+				lazy_off += (uint64_t)p->nr_pages * IMG_PAGE_SIZE;
+			} else if (lazy || !(p->flags & IMG_PE_PRESENT)) {
 				continue;
+			}
 			for (uint32_t k = 0; k < p->nr_pages; k += (uint32_t)chunk) {
 				uint32_t np = p->nr_pages - k < chunk ? p->nr_pages - k : (uint32_t)chunk;
 				struct chunk *ch = malloc(sizeof(*ch));
@@ -288,7 +303,7 @@ static int submit_all(struct psc *c, struct fetch *f, struct task *tasks, size_t
 				f->outstanding++;
 				pthread_mutex_unlock(&f->lock);
 				if (psc_submit(c, t->pid, p->vaddr + (uint64_t)k * IMG_PAGE_SIZE, np,
-					       t->buf + p->file_off + (uint64_t)k * IMG_PAGE_SIZE,
+					       base + (uint64_t)k * IMG_PAGE_SIZE,
 					       ch->urgent ? PSC_URGENT : PSC_BACKGROUND, done, ch, err, sizeof(err))) {
 					fprintf(stderr, "lazyrestore page-fetch: %s\n", err);
 					free(ch);
@@ -322,6 +337,7 @@ int cmd_page_fetch(int argc, char **argv)
 	    {"pace-ms", required_argument, NULL, OPT_PACE},
 	    {"wire", required_argument, NULL, OPT_WIRE},
 	    {"faults", required_argument, NULL, OPT_FAULTS},
+	    {"lazy-dump", no_argument, NULL, OPT_LAZY},
 	    LR_TLS_LONGOPTS(OPT_TLS),
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -330,6 +346,7 @@ int cmd_page_fetch(int argc, char **argv)
 	struct psc_opts po = {.host = "127.0.0.1", .port = -1, .tls = &tls};
 	const char *dir = ".";
 	long v, chunk = 256, every = 0, pace = 0;
+	bool lazy = false;
 	struct fetch f = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 	struct faulter fa = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 	pthread_t fault_thread;
@@ -392,6 +409,9 @@ int cmd_page_fetch(int argc, char **argv)
 				return 2;
 			fa.n = v;
 			break;
+		case OPT_LAZY:
+			lazy = true;
+			break;
 		case OPT_PACE:
 			if (num("--pace-ms", optarg, 10000, &pace))
 				return 2;
@@ -431,12 +451,14 @@ int cmd_page_fetch(int argc, char **argv)
 	fa.tasks = tasks;
 	fa.nr = nr;
 	fa.lat_us = calloc(fa.n ? (size_t)fa.n : 1, sizeof(*fa.lat_us));
+	if (lazy)
+		fa.n = 0; /* nothing local to check a fault's page against */
 	if (!fa.lat_us || (fa.n && nr && pthread_create(&fault_thread, NULL, faulter, &fa))) {
 		fa.n = 0;
 		fa.bad++;
 		snprintf(fa.err, sizeof(fa.err), "cannot start the faulting thread");
 	}
-	int sub = submit_all(c, &f, tasks, nr, chunk, every, pace);
+	int sub = submit_all(c, &f, tasks, nr, chunk, every, pace, lazy);
 
 	pthread_mutex_lock(&f.lock);
 	while (f.outstanding)
@@ -468,7 +490,7 @@ int cmd_page_fetch(int argc, char **argv)
 	}
 	uint64_t bad = 0;
 
-	for (size_t i = 0; i < nr; i++)
+	for (size_t i = 0; i < nr && !lazy; i++)
 		if (tasks[i].mm.pages_bytes && memcmp(tasks[i].buf, tasks[i].pages.base, tasks[i].mm.pages_bytes)) {
 			fprintf(stderr, "lazyrestore page-fetch: pid %u: fetched pages differ from pages-%u.img\n",
 				tasks[i].pid, tasks[i].mm.pages_id);
@@ -480,13 +502,17 @@ int cmd_page_fetch(int argc, char **argv)
 	       (unsigned long long)st.pages, (double)st.bytes / (1 << 20), secs, (double)st.bytes / 1e6 / secs,
 	       (unsigned long long)st.requests, (unsigned long long)st.short_answers, (unsigned long long)st.reconnects,
 	       f.nr_lat, (unsigned long long)(f.nr_lat ? f.lat_us[f.nr_lat / 2] : 0),
-	       (unsigned long long)(f.nr_lat ? f.lat_us[f.nr_lat * 99 / 100] : 0), bad ? "MISMATCH" : "verified");
+	       (unsigned long long)(f.nr_lat ? f.lat_us[f.nr_lat * 99 / 100] : 0),
+	       lazy  ? "lazy pages, not compared"
+	       : bad ? "MISMATCH"
+		     : "verified");
 	if (closed)
 		fprintf(stderr, "lazyrestore page-fetch: the server did not confirm PS_IOV_CLOSE\n");
 	ret = bad ? 1 : 0;
 out:
 	for (size_t i = 0; i < nr; i++) {
 		free(tasks[i].buf);
+		free(tasks[i].lazy_buf);
 		img_pages_unmap(&tasks[i].pages);
 		img_mm_free(&tasks[i].mm);
 	}
