@@ -22,17 +22,7 @@ for i in 1 2 3 4; do
 	"$LAZYRESTORE" page-fetch -D "$d/img" --port "$port" --chunk $((16 * i)) "${extra[@]}" >"$d/fetch-$i.out" 2>&1 &
 	fpids+=($!)
 done
-rm -f "$d/st2" && mkfifo "$d/st2"
-"$CRIU" lazy-pages -D "$d/img" --page-server --address 127.0.0.1 --port "$port" -o lazy-many.log -v4 \
-	--status-fd 3 3>"$d/st2" &
-lpid=$!
-head -c1 "$d/st2" >/dev/null
-if "$CRIU" restore -D "$d/img" --lazy-pages -d -o restore-many.log -v4; then
-	check_memhog net-many-stock-restore "$d"
-else
-	fail net-many-stock-restore "criu restore failed: $(grep -m1 Error "$d/img/restore-many.log")"
-fi
-wait "$lpid" || fail net-many-stock-client "criu lazy-pages failed"
+stock_remote_restore net-many-stock-restore "$d" "$port"
 for i in 1 2 3 4; do
 	if wait "${fpids[$((i - 1))]}" && grep -q verified "$d/fetch-$i.out"; then
 		pass "net-many-client-$i"

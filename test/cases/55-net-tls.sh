@@ -85,17 +85,7 @@ spid=
 
 # 6. interop: stock criu lazy-pages over TLS through our server, a real restore
 start_ps "$d" criu "${ps_tls[@]}"
-rm -f "$d/st2" && mkfifo "$d/st2"
-"$CRIU" lazy-pages -D "$d/img" --page-server --address 127.0.0.1 --port "$port" "${peer[@]}" -o lazy-tls.log -v4 \
-	--status-fd 3 3>"$d/st2" &
-lpid=$!
-head -c1 "$d/st2" >/dev/null
-if "$CRIU" restore -D "$d/img" --lazy-pages -d -o restore-tls.log -v4; then
-	check_memhog net-tls-stock-criu-client "$d"
-else
-	fail net-tls-stock-criu-client "criu restore failed: $(grep -m1 Error "$d/img/restore-tls.log")"
-fi
-wait "$lpid" || fail net-tls-stock-criu-client-exit "criu lazy-pages: $(grep -m1 Error "$d/img/lazy-tls.log")"
+stock_remote_restore net-tls-stock-criu-client "$d" "$port" "${peer[@]}"
 ps_exit && grep -q "certificate verified" "$d/ps-criu.log" && pass net-tls-stock-criu-session ||
 	fail net-tls-stock-criu-session "$(grep -m1 Error "$d/ps-criu.log")"
 finish

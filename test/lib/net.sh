@@ -62,3 +62,23 @@ tls_args() {
 	local c=$1/pki
 	echo "--tls --tls-cacert $c/ca.pem --tls-cert $c/$2.pem --tls-key $c/$2-key.pem"
 }
+
+# stock_remote_restore NAME DIR PORT [CRIU-ARGS...]: stock `criu lazy-pages --page-server`
+# from 127.0.0.1:PORT (with CRIU-ARGS, e.g. --tls ...) and `criu restore --lazy-pages -d`
+# of DIR/img; the memhogs of DIR are checked as NAME, and the client's exit as NAME-exit.
+stock_remote_restore() {
+	local name=$1 d=$2 p=$3 lpid
+	shift 3
+	rm -f "$d/st.$name" && mkfifo "$d/st.$name"
+	"$CRIU" lazy-pages -D "$d/img" --page-server --address 127.0.0.1 --port "$p" "$@" -o "lazy-$name.log" -v4 \
+		--status-fd 3 3>"$d/st.$name" &
+	lpid=$!
+	head -c1 "$d/st.$name" >/dev/null
+	rm -f "$d/st.$name"
+	if "$CRIU" restore -D "$d/img" --lazy-pages -d -o "restore-$name.log" -v4; then
+		check_memhog "$name" "$d"
+	else
+		fail "$name" "criu restore failed: $(grep -m1 Error "$d/img/restore-$name.log")"
+	fi
+	wait "$lpid" && pass "$name-exit" || fail "$name-exit" "criu lazy-pages: $(grep -m1 Error "$d/img/lazy-$name.log")"
+}
