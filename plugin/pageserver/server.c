@@ -31,6 +31,7 @@
 #include "plugin/transport/io.h"
 
 #define TLS_HANDSHAKE_MS 10000
+#define MAX_OPEN	 256 /* connections served at once */
 
 static const char usage_text[] =
     "usage: lazyrestore page-server -D DIR --port PORT [OPTIONS]\n"
@@ -422,6 +423,14 @@ static int start_session(struct ps_server *s, int lsk)
 		return -1;
 	}
 	pthread_mutex_lock(&s->lock);
+	if (s->open >= MAX_OPEN) {
+		/* a thread per connection: past this many at once, a peer is flooding us */
+		pthread_mutex_unlock(&s->lock);
+		pr_warn("page-server: peer %s: refused, %u connections open already\n", c->peer, MAX_OPEN);
+		close(c->sk);
+		free(c);
+		return 0;
+	}
 	s->open++;
 	s->accepted++;
 	pthread_mutex_unlock(&s->lock);
