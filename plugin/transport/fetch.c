@@ -221,6 +221,9 @@ static int load(const char *dir, struct img_dir **d, struct task **out, size_t *
 		t->lazy_buf = malloc(t->lazy_pages ? t->lazy_pages * IMG_PAGE_SIZE : 1);
 		if (!t->buf || !t->lazy_buf)
 			goto fail;
+		/* touched before the clock starts: an engine receives into staging buffers it reuses */
+		memset(t->buf, 0, t->mm.pages_bytes ? t->mm.pages_bytes : 1);
+		memset(t->lazy_buf, 0, t->lazy_pages ? t->lazy_pages * IMG_PAGE_SIZE : 1);
 	}
 	img_tasks_free(tasks, n);
 	return 0;
