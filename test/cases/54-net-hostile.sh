@@ -16,7 +16,7 @@ pid=$(start_memhog "$d" -m 4 -t 1) && criu_dump "$pid" "$d/img" || { fail net-ho
 hostile() { # MODE EXPECTED-TEXT
 	local mode=$1 want=$2 out rc bpid
 	rm -f "$d/port"
-	/usr/bin/python3 "$TOP/test/lib/bad-ps.py" "$d/port" "$mode" &
+	bad_ps "$d/port" "$mode" &
 	bpid=$!
 	wait_for_file "$d/port" 10 || { fail "net-hostile-$mode" "fake server did not start"; return; }
 	local p
