@@ -10,6 +10,7 @@ static const struct lr_command commands[] = {
     {"lazy-pages", "serve a lazy restore's memory (drop-in for criu lazy-pages)", cmd_lazy_pages},
     {"page-server", "serve a dump's pages over TCP (CRIU page-server protocol)", cmd_page_server},
     {"check", "probe the kernel, host and criu for every fact lazyrestore needs", cmd_check},
+    {"page-fetch", "fetch a dump's pages from a page server and check them (transport test)", cmd_page_fetch},
 };
 
 static void usage(FILE *f)

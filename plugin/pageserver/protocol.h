@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CRIU 4.1.1's page-server wire format (criu/page-xfer.c), as far as lazy
- * serving needs it.  Raw host-order structs, no magic, no version: every field
- * a peer sends is checked here before anyone acts on it.
+ * CRIU's page-server requests, as far as lazy serving needs them.  Raw
+ * host-order headers (plugin/transport/wire.h), no magic, no version: every
+ * field a peer sends is checked here before anyone acts on it.
  */
 #ifndef LAZYRESTORE_PS_PROTOCOL_H
 #define LAZYRESTORE_PS_PROTOCOL_H
@@ -11,22 +11,9 @@
 #include <stdint.h>
 
 #include "images/image.h"
+#include "plugin/transport/wire.h"
 
-struct ps_iov {
-	uint32_t cmd; /* low 16 bits: command; high 16: pagemap flags */
-	uint32_t nr_pages;
-	uint64_t vaddr;
-	uint64_t dst_id; /* PS_IOV_GET: the bare vpid */
-} __attribute__((packed));
-
-#define PS_IOV_ADD_F	   6
-#define PS_IOV_GET	   7
-#define PS_IOV_CLOSE	   0x1023
-#define PS_IOV_FORCE_CLOSE 0x1024
-#define PS_CMD_MASK	   0xffffU
-#define PS_FLAGS_SHIFT	   16
-#define PS_PE_PRESENT	   (1U << 2)
-
+/* struct ps_iov, the commands and the header codec: plugin/transport/wire.h */
 /* The largest answer we send at once; the protocol lets an answer be shorter than asked. */
 #define PS_MAX_REPLY_PAGES 1024U
 /* A request for more than this is not from a CRIU peer. */

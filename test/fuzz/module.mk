@@ -48,12 +48,15 @@ endef
 $(eval $(call FUZZ_LINK,fuzz_images,$(FUZZ_IMG_OBJS) $(FUZZ_OBJ)/plugin/engine/ranges.o,-lprotobuf-c))
 $(eval $(call FUZZ_LINK,fuzz_handoff,$(FUZZ_HANDOFF_OBJS),))
 $(eval $(call FUZZ_LINK,fuzz_pageserver,$(FUZZ_PS_OBJS) $(FUZZ_IMG_OBJS),-lprotobuf-c))
+# The page-server client's answer parser and the header codec.
+FUZZ_PSC_OBJS := $(addprefix $(FUZZ_OBJ)/plugin/transport/,answer.o wire.o)
+$(eval $(call FUZZ_LINK,fuzz_psclient,$(FUZZ_PSC_OBJS),))
 
 $(FUZZ_PACK): test/fuzz/pack.c test/fuzz/frame.h
 	@mkdir -p $(dir $@)
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -o $@ $<
 
--include $(FUZZ_IMG_OBJS:.o=.d) $(FUZZ_HANDOFF_OBJS:.o=.d) $(FUZZ_PS_OBJS:.o=.d) \
+-include $(FUZZ_IMG_OBJS:.o=.d) $(FUZZ_HANDOFF_OBJS:.o=.d) $(FUZZ_PS_OBJS:.o=.d) $(FUZZ_PSC_OBJS:.o=.d) \
          $(addprefix $(FUZZ_OBJ)/test/fuzz/,$(addsuffix .d,$(FUZZ_TARGETS)))
 ALL_TARGETS += $(FUZZ_BINS) $(FUZZ_PACK)

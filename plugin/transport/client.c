@@ -1,0 +1,662 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The page-server client (see client.h).  One I/O thread owns the sockets
+ * and the lists of requests in flight; submitters only append to the
+ * queues under the lock and wake it through an eventfd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin/transport/answer.h"
+#include "plugin/transport/client.h"
+
+#define OUT_HDRS       64 /* headers buffered per connection */
+#define BACKOFF_MIN_MS 20
+#define BACKOFF_MAX_MS 2000
+#define CONNECT_MS     3000
+#define READ_BUDGET    (256U << 10)
+#define ERR_LEN	       512
+#define MSG_LEN	       (ERR_LEN + 96)
+
+struct preq {
+	struct preq *next;
+	struct psa_req r; /* what is still wanted */
+	uint32_t pid, nr_pages;
+	uint64_t vaddr; /* as submitted, for the completion */
+	bool urgent;
+	psc_done_fn done;
+	void *arg;
+};
+
+struct fifo {
+	struct preq *head, *tail;
+};
+
+enum { BULK, URGENT, NR_CONNS };
+
+struct conn {
+	struct lr_io io; /* io.sk < 0: down */
+	struct fifo inflight;
+	uint32_t inflight_pages;
+	uint8_t out[OUT_HDRS * PS_HDR_MAX];
+	size_t out_len, out_off;
+	struct psa rx;
+	uint64_t last_rx_ms; /* last byte received, or when answers became due */
+	uint64_t retry_at_ms, down_since_ms;
+	unsigned backoff_ms;
+};
+
+struct psc {
+	struct psc_opts o;
+	char peer[96];
+	struct lr_tls_creds *creds;
+	struct conn conn[NR_CONNS];
+	unsigned nr_conns;
+	pthread_t thread;
+	int wake;
+	pthread_mutex_t lock;
+	struct fifo queue[NR_CONNS]; /* background, urgent: not yet sent; under lock */
+	bool stopping, failed;	     /* under lock */
+	char fail_why[MSG_LEN];
+	struct psc_stats st; /* under lock */
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void fifo_push(struct fifo *f, struct preq *r)
+{
+	r->next = NULL;
+	if (f->tail)
+		f->tail->next = r;
+	else
+		f->head = r;
+	f->tail = r;
+}
+
+static struct preq *fifo_pop(struct fifo *f)
+{
+	struct preq *r = f->head;
+
+	if (r) {
+		f->head = r->next;
+		if (!f->head)
+			f->tail = NULL;
+	}
+	return r;
+}
+
+/* Put all of src, in order, ahead of dst. */
+static void fifo_prepend(struct fifo *dst, struct fifo *src)
+{
+	if (!src->head)
+		return;
+	src->tail->next = dst->head;
+	if (!dst->tail)
+		dst->tail = src->tail;
+	dst->head = src->head;
+	*src = (struct fifo){NULL, NULL};
+}
+
+static void wake(struct psc *c)
+{
+	uint64_t one = 1;
+
+	if (write(c->wake, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+		/* the counter cannot overflow in practice; the thread also polls with a timeout */
+	}
+}
+
+/* ---- connecting ---------------------------------------------------------- */
+
+static int tcp_connect(struct psc *c, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
+	char port[16];
+	int sk = -1, rc, one = 1, saved = 0;
+
+	snprintf(port, sizeof(port), "%d", c->o.port);
+	rc = getaddrinfo(c->o.host, port, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "peer %s: %s", c->peer, gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		struct timeval tv = {.tv_sec = CONNECT_MS / 1000};
+
+		sk = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (sk < 0) {
+			saved = errno;
+			continue;
+		}
+		/* connect(2) and the TLS handshake are bounded by these */
+		setsockopt(sk, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		setsockopt(sk, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (connect(sk, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		saved = errno;
+		close(sk);
+		sk = -1;
+	}
+	freeaddrinfo(res);
+	if (sk < 0) {
+		snprintf(err, errlen, "peer %s: connect: %s", c->peer, strerror(saved));
+		return -1;
+	}
+	setsockopt(sk, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return sk;
+}
+
+/* Connect k (blocking, bounded), handshake, then make it non-blocking. */
+static int conn_up(struct psc *c, struct conn *k, char *err, size_t errlen)
+{
+	struct timeval zero = {0, 0};
+	char why[ERR_LEN];
+	int sk = tcp_connect(c, err, errlen);
+
+	if (sk < 0)
+		return -1;
+	k->io = (struct lr_io){.sk = sk};
+	if (c->creds && lr_io_tls_start(&k->io, c->creds, false, c->o.tls->no_cn_verify ? NULL : c->o.host, CONNECT_MS,
+					why, sizeof(why))) {
+		snprintf(err, errlen, "peer %s: %s", c->peer, why);
+		lr_io_close(&k->io, false);
+		return -1;
+	}
+	setsockopt(sk, SOL_SOCKET, SO_SNDTIMEO, &zero, sizeof(zero));
+	setsockopt(sk, SOL_SOCKET, SO_RCVTIMEO, &zero, sizeof(zero));
+	fcntl(sk, F_SETFL, fcntl(sk, F_GETFL) | O_NONBLOCK);
+	psa_init(&k->rx, c->o.wire);
+	k->out_len = k->out_off = 0;
+	k->inflight_pages = 0;
+	k->backoff_ms = 0;
+	return 0;
+}
+
+/* ---- completing ---------------------------------------------------------- */
+
+static void complete(struct preq *r, int status, const char *err)
+{
+	r->done(r->arg, status, r->pid, r->vaddr, r->nr_pages, err);
+	free(r);
+}
+
+static void fail_list(struct psc *c, struct preq *r, const char *why)
+{
+	while (r) {
+		struct preq *next = r->next;
+		char err[MSG_LEN + 160];
+
+		snprintf(err, sizeof(err), "pid %u page %#llx (%u pages) not served: %s", r->pid,
+			 (unsigned long long)r->r.vaddr, r->r.left, why);
+		complete(r, -1, err);
+		r = next;
+	}
+}
+
+/* The client cannot go on: every request outstanding completes with -1. */
+static void fail_all(struct psc *c, const char *why)
+{
+	struct preq *lists[NR_CONNS * 2];
+	unsigned n = 0;
+
+	/* in flight first: the head of a connection is the GET whose answer failed */
+	for (unsigned i = 0; i < NR_CONNS; i++) {
+		lists[n++] = c->conn[i].inflight.head;
+		c->conn[i].inflight = (struct fifo){NULL, NULL};
+		c->conn[i].inflight_pages = 0;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (!c->failed) {
+		c->failed = true;
+		snprintf(c->fail_why, sizeof(c->fail_why), "%s", why);
+	}
+	for (unsigned i = 0; i < NR_CONNS; i++) {
+		lists[n++] = c->queue[i].head;
+		c->queue[i] = (struct fifo){NULL, NULL};
+	}
+	pthread_mutex_unlock(&c->lock);
+	for (unsigned i = 0; i < n; i++)
+		fail_list(c, lists[i], why);
+}
+
+/*
+ * k is lost (reset, EOF, stall): what it had in flight goes back to the
+ * front of its queues, in order, to be sent again once a connection is up.
+ */
+static void conn_lost(struct psc *c, struct conn *k, const char *why)
+{
+	struct fifo back[NR_CONNS] = {{NULL, NULL}, {NULL, NULL}};
+	struct preq *r;
+
+	lr_io_close(&k->io, false);
+	while ((r = fifo_pop(&k->inflight)))
+		fifo_push(&back[r->urgent], r);
+	k->inflight_pages = 0;
+	if (!c->o.reconnect) {
+		char msg[MSG_LEN];
+
+		for (unsigned i = 0; i < NR_CONNS; i++)
+			fifo_prepend(&k->inflight, &back[i]);
+		snprintf(msg, sizeof(msg), "%s (reconnecting is off)", why);
+		fail_all(c, msg);
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < NR_CONNS; i++)
+		fifo_prepend(&c->queue[i], &back[i]);
+	c->st.reconnects++;
+	pthread_mutex_unlock(&c->lock);
+	k->down_since_ms = now_ms();
+	k->backoff_ms = BACKOFF_MIN_MS;
+	k->retry_at_ms = k->down_since_ms + k->backoff_ms;
+	fprintf(stderr, "lazyrestore: page-server client: %s; reconnecting\n", why);
+}
+
+static void try_reconnect(struct psc *c, struct conn *k)
+{
+	char err[ERR_LEN];
+	uint64_t t = now_ms();
+
+	if (t < k->retry_at_ms)
+		return;
+	if (conn_up(c, k, err, sizeof(err)) == 0)
+		return;
+	if (t - k->down_since_ms >= c->o.retry_ms) {
+		char msg[MSG_LEN];
+
+		snprintf(msg, sizeof(msg), "%s (gave up after %u ms)", err, c->o.retry_ms);
+		fail_all(c, msg);
+		return;
+	}
+	k->backoff_ms = k->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : k->backoff_ms * 2;
+	k->retry_at_ms = t + k->backoff_ms;
+}
+
+/* ---- sending ------------------------------------------------------------- */
+
+/* Move queued requests onto k's output while it has room (and, for bulk, window). */
+static void conn_fill(struct psc *c, struct conn *k, struct fifo *q, bool windowed)
+{
+	size_t hs = ps_hdr_size(c->o.wire);
+
+	if (k->out_off == k->out_len)
+		k->out_off = k->out_len = 0;
+	while (q->head && k->out_len + hs <= sizeof(k->out)) {
+		struct preq *r = q->head;
+		struct ps_iov h = {PS_IOV_GET, r->r.left, r->r.vaddr, r->r.pid};
+
+		if (windowed && k->inflight_pages && k->inflight_pages + r->r.left > c->o.window_pages)
+			break;
+		fifo_pop(q);
+		if (!k->inflight.head)
+			k->last_rx_ms = now_ms(); /* the stall clock starts when an answer is first due */
+		fifo_push(&k->inflight, r);
+		k->inflight_pages += r->r.left;
+		k->out_len += ps_hdr_encode(c->o.wire, &h, k->out + k->out_len);
+		c->st.requests++;
+	}
+}
+
+static void fill_all(struct psc *c)
+{
+	struct conn *bulk = &c->conn[BULK], *urg = &c->conn[URGENT];
+
+	pthread_mutex_lock(&c->lock);
+	if (c->nr_conns > 1 && urg->io.sk >= 0)
+		conn_fill(c, urg, &c->queue[URGENT], false);
+	if (bulk->io.sk >= 0) {
+		/* no urgent connection: urgent requests first, ahead of every queued background one */
+		if (c->nr_conns == 1 || urg->io.sk < 0)
+			conn_fill(c, bulk, &c->queue[URGENT], false);
+		conn_fill(c, bulk, &c->queue[BULK], true);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* 0, or -1: k is lost (why says so). */
+static int conn_flush(struct psc *c, struct conn *k, char *why, size_t len)
+{
+	while (k->out_off < k->out_len) {
+		char err[ERR_LEN - 160];
+		ssize_t w = lr_io_send(&k->io, k->out + k->out_off, k->out_len - k->out_off, err, sizeof(err));
+
+		if (w < 0 && errno == EAGAIN)
+			return 0;
+		if (w < 0) {
+			snprintf(why, len, "peer %s: offset %llu: %s", c->peer, (unsigned long long)k->rx.off, err);
+			return -1;
+		}
+		k->out_off += (size_t)w;
+	}
+	return 0;
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+/* The answer to the head of k's inflight is in: complete it, or ask the rest again. */
+static void answered(struct psc *c, struct conn *k, uint32_t pages)
+{
+	struct preq *r = k->inflight.head;
+	bool whole = pages == r->r.left;
+
+	fifo_pop(&k->inflight);
+	k->inflight_pages -= r->r.left;
+	pthread_mutex_lock(&c->lock);
+	c->st.answers++;
+	c->st.pages += pages;
+	c->st.bytes += (uint64_t)pages * PSA_PAGE_SIZE;
+	if (!whole) {
+		/* a short answer (the protocol allows it): the rest goes first again */
+		struct fifo one = {NULL, NULL};
+
+		c->st.short_answers++;
+		r->r.left -= pages;
+		r->r.vaddr += (uint64_t)pages * PSA_PAGE_SIZE;
+		r->r.dest += (size_t)pages * PSA_PAGE_SIZE;
+		fifo_push(&one, r);
+		fifo_prepend(&c->queue[r->urgent], &one);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (whole)
+		complete(r, 0, NULL);
+}
+
+/*
+ * Read what k has, up to READ_BUDGET bytes (so that the other connection's
+ * urgent answer is not held up behind a long stream); 0, -1 lost (why),
+ * -2 protocol error (why: fatal).
+ */
+static int conn_read(struct psc *c, struct conn *k, char *why, size_t len)
+{
+	for (size_t budget = READ_BUDGET; budget;) {
+		struct psa_req *head = k->inflight.head ? &k->inflight.head->r : NULL;
+		size_t want;
+		void *buf = psa_want(&k->rx, head, &want);
+		uint32_t pages;
+		char err[ERR_LEN - 160];
+		ssize_t n = lr_io_recv(&k->io, buf, want < budget ? want : budget, err, sizeof(err));
+
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n < 0) {
+			snprintf(why, len, "peer %s: offset %llu: %s", c->peer, (unsigned long long)k->rx.off, err);
+			return -1;
+		}
+		if (n == 0) {
+			snprintf(why, len, "peer %s: offset %llu: connection closed%s", c->peer,
+				 (unsigned long long)k->rx.off, head ? " with answers due" : "");
+			return -1;
+		}
+		k->last_rx_ms = now_ms();
+		budget -= (size_t)n;
+		switch (psa_got(&k->rx, head, (size_t)n, &pages, err, sizeof(err))) {
+		case PSA_ERROR:
+			snprintf(why, len, "peer %s: %s", c->peer, err);
+			return -2;
+		case PSA_ANSWER:
+			answered(c, k, pages);
+			break;
+		}
+	}
+	return 0;
+}
+
+/* ---- the I/O thread ------------------------------------------------------ */
+
+static bool idle(struct psc *c)
+{
+	bool q;
+
+	pthread_mutex_lock(&c->lock);
+	q = !c->queue[BULK].head && !c->queue[URGENT].head;
+	pthread_mutex_unlock(&c->lock);
+	return q && !c->conn[BULK].inflight.head && !c->conn[URGENT].inflight.head;
+}
+
+static void *io_thread(void *arg)
+{
+	struct psc *c = arg;
+
+	for (;;) {
+		struct pollfd p[NR_CONNS + 1];
+		struct conn *which[NR_CONNS + 1];
+		unsigned n = 0;
+		int timeout = 200;
+		bool stop, failed;
+
+		pthread_mutex_lock(&c->lock);
+		stop = c->stopping;
+		failed = c->failed;
+		pthread_mutex_unlock(&c->lock);
+		if (stop || failed)
+			break;
+		for (unsigned i = 0; i < c->nr_conns; i++)
+			if (c->conn[i].io.sk < 0)
+				try_reconnect(c, &c->conn[i]);
+		fill_all(c);
+		p[n] = (struct pollfd){.fd = c->wake, .events = POLLIN};
+		which[n++] = NULL;
+		/* the urgent connection first */
+		for (unsigned i = c->nr_conns; i-- > 0;) {
+			struct conn *k = &c->conn[i];
+
+			if (k->io.sk < 0) {
+				timeout = 10;
+				continue;
+			}
+			if (lr_io_pending(&k->io))
+				timeout = 0;
+			p[n] =
+			    (struct pollfd){.fd = k->io.sk, .events = POLLIN | (k->out_off < k->out_len ? POLLOUT : 0)};
+			which[n++] = k;
+		}
+		if (poll(p, n, timeout) < 0 && errno != EINTR) {
+			fail_all(c, "the client's poll failed");
+			break;
+		}
+		if (p[0].revents & POLLIN) {
+			uint64_t v;
+
+			if (read(c->wake, &v, sizeof(v)) < 0) {
+				/* EAGAIN: another wake already consumed */
+			}
+		}
+		for (unsigned i = 1; i < n; i++) {
+			struct conn *k = which[i];
+			char why[ERR_LEN];
+			int r = 0;
+
+			if (p[i].revents & POLLOUT || k->out_off < k->out_len)
+				r = conn_flush(c, k, why, sizeof(why));
+			if (!r && (p[i].revents & (POLLIN | POLLERR | POLLHUP) || lr_io_pending(&k->io)))
+				r = conn_read(c, k, why, sizeof(why));
+			if (!r && k->inflight.head && now_ms() - k->last_rx_ms > c->o.stall_ms) {
+				snprintf(why, sizeof(why), "peer %s: offset %llu: no byte for %u ms with answers due",
+					 c->peer, (unsigned long long)k->rx.off, c->o.stall_ms);
+				r = -1;
+			}
+			if (r == -2) {
+				fail_all(c, why);
+				break;
+			}
+			if (r == -1)
+				conn_lost(c, k, why);
+		}
+	}
+	return NULL;
+}
+
+/* ---- the API ------------------------------------------------------------- */
+
+struct psc *psc_open(const struct psc_opts *o, char *err, size_t errlen)
+{
+	struct psc *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->o = *o;
+	if (!c->o.window_pages)
+		c->o.window_pages = 4096;
+	if (!c->o.stall_ms)
+		c->o.stall_ms = 10000;
+	if (!c->o.retry_ms)
+		c->o.retry_ms = 30000;
+	snprintf(c->peer, sizeof(c->peer), "%.80s:%d", o->host, o->port);
+	c->nr_conns = o->urgent_channel ? 2 : 1;
+	for (unsigned i = 0; i < NR_CONNS; i++)
+		c->conn[i].io = (struct lr_io){.sk = -1};
+	pthread_mutex_init(&c->lock, NULL);
+	c->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->wake < 0) {
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	if (o->tls && o->tls->on && !(c->creds = lr_tls_creds_load(o->tls, err, errlen)))
+		goto fail;
+	for (unsigned i = 0; i < c->nr_conns; i++)
+		if (conn_up(c, &c->conn[i], err, errlen))
+			goto fail;
+	rc = pthread_create(&c->thread, NULL, io_thread, c);
+	if (rc) {
+		snprintf(err, errlen, "cannot start the client thread: %s", strerror(rc));
+		goto fail;
+	}
+	return c;
+fail:
+	for (unsigned i = 0; i < NR_CONNS; i++)
+		lr_io_close(&c->conn[i].io, false);
+	if (c->wake >= 0)
+		close(c->wake);
+	lr_tls_creds_free(c->creds);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return NULL;
+}
+
+int psc_submit(struct psc *c, uint32_t pid, uint64_t vaddr, uint32_t nr_pages, void *dest, unsigned flags,
+	       psc_done_fn done, void *arg, char *err, size_t errlen)
+{
+	struct preq *r;
+
+	if (!nr_pages || (vaddr & (PSA_PAGE_SIZE - 1)) || !pid || pid > INT32_MAX || !dest || !done) {
+		snprintf(err, errlen, "bad request: pid %u %#llx %u pages", pid, (unsigned long long)vaddr, nr_pages);
+		return -1;
+	}
+	r = malloc(sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	*r = (struct preq){.r = {pid, nr_pages, vaddr, dest},
+			   .pid = pid,
+			   .nr_pages = nr_pages,
+			   .vaddr = vaddr,
+			   .urgent = flags & PSC_URGENT,
+			   .done = done,
+			   .arg = arg};
+	pthread_mutex_lock(&c->lock);
+	if (c->failed || c->stopping) {
+		snprintf(err, errlen, "pid %u page %#llx (%u pages) not served: %s", pid, (unsigned long long)vaddr,
+			 nr_pages, c->failed ? c->fail_why : "the client is closing");
+		pthread_mutex_unlock(&c->lock);
+		free(r);
+		return -1;
+	}
+	fifo_push(&c->queue[r->urgent ? URGENT : BULK], r);
+	pthread_mutex_unlock(&c->lock);
+	wake(c);
+	return 0;
+}
+
+void psc_get_stats(struct psc *c, struct psc_stats *st)
+{
+	pthread_mutex_lock(&c->lock);
+	*st = c->st;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* PS_IOV_CLOSE on an idle connection and the server's 4-byte status. */
+static int say_close(struct psc *c, struct conn *k)
+{
+	struct ps_iov h = {.cmd = PS_IOV_CLOSE};
+	uint8_t buf[PS_HDR_MAX];
+	size_t len = ps_hdr_encode(c->o.wire, &h, buf), got = 0;
+	int32_t status = -1;
+	uint64_t deadline = now_ms() + c->o.stall_ms;
+	char why[ERR_LEN];
+
+	if (k->io.sk < 0 || k->inflight.head)
+		return -1;
+	for (size_t off = 0; off < len;) {
+		ssize_t w = lr_io_send(&k->io, buf + off, len - off, why, sizeof(why));
+
+		if (w < 0 && (errno != EAGAIN || now_ms() > deadline))
+			return -1;
+		if (w < 0)
+			poll(&(struct pollfd){.fd = k->io.sk, .events = POLLOUT}, 1, 50);
+		else
+			off += (size_t)w;
+	}
+	while (got < sizeof(status)) {
+		ssize_t r = lr_io_recv(&k->io, (char *)&status + got, sizeof(status) - got, why, sizeof(why));
+
+		if (r == 0 || (r < 0 && (errno != EAGAIN || now_ms() > deadline)))
+			return -1;
+		if (r < 0)
+			poll(&(struct pollfd){.fd = k->io.sk, .events = POLLIN}, 1, 50);
+		else
+			got += (size_t)r;
+	}
+	return status == 0 ? 0 : -1;
+}
+
+int psc_close(struct psc *c)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&c->lock);
+	c->stopping = true;
+	pthread_mutex_unlock(&c->lock);
+	wake(c);
+	pthread_join(c->thread, NULL);
+	if (!idle(c))
+		ret = -1;
+	char why[MSG_LEN];
+
+	snprintf(why, sizeof(why), "peer %s: the client was closed first", c->peer);
+	fail_all(c, why);
+	for (unsigned i = 0; i < c->nr_conns; i++) {
+		struct conn *k = &c->conn[i];
+
+		if (ret == 0 && say_close(c, k))
+			ret = -1;
+		lr_io_close(&k->io, ret == 0);
+	}
+	close(c->wake);
+	lr_tls_creds_free(c->creds);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return ret;
+}

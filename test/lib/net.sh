@@ -1,0 +1,158 @@
+#!/bin/bash
+# shellcheck disable=SC2034 # sets variables for the scripts that source it
+# Helpers for the network tests (test/cases/5[1-9]-*.sh).  Source after common.sh.
+
+# free_port: a TCP port nobody listens on now (other engineers' tests run at the same time)
+free_port() {
+	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_ps DIR NAME [ARGS...]: our page server for DIR/img on a free loopback port
+# (or $PORT if set), log in DIR/ps-NAME.log; sets $port and $spid.
+start_ps() {
+	local d=$1 name=$2
+	shift 2
+	rm -f "$d/st.$name"
+	mkfifo "$d/st.$name"
+	port=${PORT:-0}
+	"$LAZYRESTORE" page-server -D "$d/img" --port "$port" -o "$d/ps-$name.log" -v4 \
+		--status-fd 3 "$@" 3>"$d/st.$name" >"$d/ps-$name.out" 2>&1 &
+	spid=$!
+	head -c1 "$d/st.$name" >/dev/null
+	rm -f "$d/st.$name"
+	[ "$port" = 0 ] && port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$d/ps-$name.out")
+	[ -n "$port" ]
+}
+
+# ps_exit: the page server's exit status (waits up to 30 s, then kills it)
+ps_exit() {
+	local n=300
+	while kill -0 "$spid" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+	kill "$spid" 2>/dev/null
+	wait "$spid"
+	local rc=$?
+	spid=
+	return $rc
+}
+
+# make_certs DIR: a CA, a certificate for 127.0.0.1 it signed (both sides use it, as
+# criu's tests do), and a second CA with a certificate of its own (a stranger).
+make_certs() {
+	local c=$1/pki
+	mkdir -p "$c"
+	(
+		cd "$c" || exit 1
+		for ca in ca other-ca; do
+			openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=lazyrestore test $ca" \
+				-keyout "$ca-key.pem" -out "$ca.pem" -addext basicConstraints=critical,CA:TRUE \
+				-addext keyUsage=critical,keyCertSign,cRLSign || exit 1
+		done
+		printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n' >ext.cnf
+		for who in peer:ca stranger:other-ca; do
+			openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "${who%%:*}-key.pem" \
+				-out "${who%%:*}.csr" || exit 1
+			openssl x509 -req -in "${who%%:*}.csr" -CA "${who#*:}.pem" -CAkey "${who#*:}-key.pem" \
+				-CAcreateserial -days 2 -extfile ext.cnf -out "${who%%:*}.pem" || exit 1
+		done
+	) >"$c/openssl.log" 2>&1
+}
+
+# tls_args DIR WHO: criu's --tls options for the certificate WHO (peer, stranger)
+tls_args() {
+	local c=$1/pki
+	echo "--tls --tls-cacert $c/ca.pem --tls-cert $c/$2.pem --tls-key $c/$2-key.pem"
+}
+
+# stock_remote_restore NAME DIR PORT [CRIU-ARGS...]: stock `criu lazy-pages --page-server`
+# from 127.0.0.1:PORT (with CRIU-ARGS, e.g. --tls ...) and `criu restore --lazy-pages -d`
+# of DIR/img; the memhogs of DIR are checked as NAME, and the client's exit as NAME-exit.
+stock_remote_restore() {
+	local name=$1 d=$2 p=$3 lpid
+	shift 3
+	rm -f "$d/st.$name" && mkfifo "$d/st.$name"
+	"$CRIU" lazy-pages -D "$d/img" --page-server --address 127.0.0.1 --port "$p" "$@" -o "lazy-$name.log" -v4 \
+		--status-fd 3 3>"$d/st.$name" &
+	lpid=$!
+	head -c1 "$d/st.$name" >/dev/null
+	rm -f "$d/st.$name"
+	if "$CRIU" restore -D "$d/img" --lazy-pages -d -o "restore-$name.log" -v4; then
+		check_memhog "$name" "$d"
+	else
+		fail "$name" "criu restore failed: $(grep -m1 Error "$d/img/restore-$name.log")"
+	fi
+	wait "$lpid" && pass "$name-exit" || fail "$name-exit" "criu lazy-pages: $(grep -m1 Error "$d/img/lazy-$name.log")"
+}
+
+# bad_ps PORTFILE MODE: a hostile page server on a free loopback port for one client
+# (port written to PORTFILE once listening).  With MODE 'later-X' it answers the first
+# GET correctly (zero pages), then misbehaves as X says: wrong-vaddr, wrong-pid,
+# too-many, zero-pages, garbage, bad-cmd, extra (an answer nobody asked for, after a
+# good one), cut (EOF inside the pages).
+bad_ps() {
+	/usr/bin/python3 - "$@" <<'PY'
+import socket
+import struct
+import sys
+
+HDR = struct.Struct("<IIQQ")
+ADD_F = 6 | (4 << 16)
+
+
+def recv_all(c, n):
+    b = b""
+    while len(b) < n:
+        x = c.recv(n - len(b))
+        if not x:
+            raise EOFError
+        b += x
+    return b
+
+
+def main():
+    portfile, mode = sys.argv[1], sys.argv[2]
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(s.getsockname()[1]))
+    import os
+    os.rename(portfile + ".tmp", portfile)
+    c, _ = s.accept()
+    good = 1 if mode.startswith("later-") else 0
+    mode = mode.replace("later-", "")
+    try:
+        while True:
+            cmd, nr, vaddr, pid = HDR.unpack(recv_all(c, HDR.size))
+            if good > 0:
+                good -= 1
+                c.sendall(HDR.pack(ADD_F, nr, vaddr, pid) + b"\0" * 4096 * nr)
+                if mode == "extra":
+                    c.sendall(HDR.pack(ADD_F, 1, vaddr, pid) + b"\0" * 4096)
+                continue
+            if mode == "wrong-vaddr":
+                c.sendall(HDR.pack(ADD_F, nr, vaddr + 4096, pid) + b"\0" * 4096 * nr)
+            elif mode == "wrong-pid":
+                c.sendall(HDR.pack(ADD_F, nr, vaddr, pid + 1) + b"\0" * 4096 * nr)
+            elif mode == "too-many":
+                c.sendall(HDR.pack(ADD_F, nr + 1, vaddr, pid) + b"\0" * 4096 * (nr + 1))
+            elif mode == "zero-pages":
+                c.sendall(HDR.pack(ADD_F, 0, vaddr, pid))
+            elif mode == "garbage":
+                c.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+            elif mode == "bad-cmd":
+                c.sendall(HDR.pack(1, nr, vaddr, pid) + b"\0" * 4096 * nr)
+            elif mode == "cut":
+                c.sendall(HDR.pack(ADD_F, nr, vaddr, pid) + b"\0" * 100)
+                c.shutdown(socket.SHUT_WR)
+                while c.recv(1 << 20):
+                    pass
+                return
+            c.recv(1 << 20)
+            return
+    except (EOFError, ConnectionError):
+        pass
+
+
+main()
+PY
+}
