@@ -30,6 +30,7 @@ struct dump {
 	uint32_t *alive, *zombies;
 	size_t nr_alive, nr_zombies;
 	struct img_mm *mms; /* per alive task */
+	struct page_source_choice choice;
 };
 
 struct session {
@@ -180,7 +181,7 @@ static int new_task(void *arg, unsigned idx, int uffd, uint32_t vpid, pid_t real
 static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opts *o, struct lr_sv *sv)
 {
 	struct img_err err;
-	struct page_source *src = file_source_open(d->dir, d->mms, d->nr_alive, &err);
+	struct page_source *src = file_source_open(d->dir, d->mms, d->nr_alive, &d->choice, &err);
 	struct session s = {.d = d, .cfd = cfd, .peer = peer};
 	struct lr_engine_opts eo = {.workers = o->workers, .prefetch_step = o->prefetch_step, .progress = o->progress};
 	pthread_t th;
@@ -217,7 +218,7 @@ out:
 static int resume(struct dump *d, const struct lr_daemon_opts *o, struct lr_sv *sv)
 {
 	struct img_err err;
-	struct page_source *src = file_source_open(d->dir, d->mms, d->nr_alive, &err);
+	struct page_source *src = file_source_open(d->dir, d->mms, d->nr_alive, &d->choice, &err);
 	struct lr_engine_opts eo = {.workers = o->workers,
 				    .prefetch_step = o->prefetch_step,
 				    .progress = o->progress,
@@ -312,6 +313,9 @@ int lr_daemon_run(const struct lr_daemon_opts *o)
 	pr_info("lazy-pages: serving %s", images);
 	if (dump_load(&d, images))
 		goto out;
+	/* before readiness: the restore must not wait for it */
+	file_source_probe(d.dir, d.mms, d.nr_alive, o->page_source, &d.choice);
+	pr_info("page source: %s", d.choice.why);
 	lfd = lr_handoff_listen();
 	if (lfd < 0)
 		goto out;

@@ -29,8 +29,10 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 	e->restore_fd = -1;
 	if (e->o.workers > MAX_WORKERS)
 		e->o.workers = MAX_WORKERS;
+	if (!e->o.prefetch_step)
+		e->o.prefetch_step = src->choice.step;
 	if (!e->o.prefetch_step || e->o.prefetch_step % PAGE || e->o.prefetch_step > PREFETCH_CHUNK)
-		e->o.prefetch_step = PREFETCH_STEP;
+		e->o.prefetch_step = PREFETCH_STEP_MIN;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->work, NULL);
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -41,6 +43,27 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 		lr_engine_destroy(e);
 		return NULL;
 	}
+	if (src->copies) {
+		e->fault_buf = aligned_alloc(PAGE, FAULT_AROUND_MAX * PAGE);
+		for (unsigned i = 0; i <= e->o.workers && e->fault_buf; i++) {
+			unsigned slot = i == e->o.workers ? OWN_CLAIM : i;
+			e->claims[slot].buf = aligned_alloc(PAGE, e->o.prefetch_step);
+			if (!e->claims[slot].buf)
+				break;
+		}
+		if (!e->fault_buf || !e->claims[OWN_CLAIM].buf) {
+			pr_err("out of memory for the copy buffers");
+			lr_engine_destroy(e);
+			return NULL;
+		}
+	}
+	pr_info("page source: %s; background steps %llu..%llu KiB", src->copies ? "pread into buffers" : "mmap",
+		(unsigned long long)(PREFETCH_STEP_MIN < e->o.prefetch_step ? PREFETCH_STEP_MIN : e->o.prefetch_step) >>
+		    10,
+		(unsigned long long)e->o.prefetch_step >> 10);
+	snprintf(e->stats.source, sizeof(e->stats.source), "%s", page_source_kind_name(src->choice.kind));
+	snprintf(e->stats.source_why, sizeof(e->stats.source_why), "%s", src->choice.why);
+	e->stats.step_max = e->o.prefetch_step;
 	e->stats.t_start = lr_now();
 	return e;
 }
@@ -58,6 +81,9 @@ void lr_engine_destroy(struct lr_engine *e)
 		free(t);
 	}
 	free(e->tasks);
+	free(e->fault_buf);
+	for (unsigned i = 0; i < NR_CLAIMS; i++)
+		free(e->claims[i].buf);
 	if (e->epfd >= 0)
 		close(e->epfd);
 	if (e->wakefd >= 0)

@@ -16,15 +16,16 @@
 #define FAULT_AROUND_MAX   512U /* 2 MiB */
 #define PREFETCH_CHUNK	   (2UL << 20)
 /*
- * One UFFDIO_COPY of prefetch, inside the task's gate: the fault thread waits for at
- * most one of them per worker (measured, 256 MiB random touches during prefetch:
- * gate wait p50 4 us at 16 KiB steps; 256 KiB steps made faults wait ~200 us).
+ * A prefetch UFFDIO_COPY runs inside the task's gate, so the fault thread may
+ * wait for one of them per copier.  Steps start at PREFETCH_STEP_MIN, go back to
+ * it whenever a fault was served since the last step, and double while none
+ * comes, up to the largest step (--prefetch-step, or the page source's probe).
  */
-#define PREFETCH_STEP (16UL << 10)
-#define MAX_WORKERS   8
-#define OWN_CLAIM     MAX_WORKERS /* the fault thread's own prefetch claim */
-#define NR_CLAIMS     (MAX_WORKERS + 1)
-#define PREFETCH_NICE 10
+#define PREFETCH_STEP_MIN (64UL << 10)
+#define MAX_WORKERS	  8
+#define OWN_CLAIM	  MAX_WORKERS /* the fault thread's own prefetch claim */
+#define NR_CLAIMS	  (MAX_WORKERS + 1)
+#define PREFETCH_NICE	  10
 /* criu took 1-20 ms from the marker to detaching (here, 1 task); bound for a criu that stays */
 #define RESTORE_OVER_MS 200
 
@@ -47,7 +48,10 @@ struct lr_task {
 struct lr_claim {
 	struct lr_task *t; /* NULL: slot free */
 	uint64_t start, end, img;
-	const void *data; /* its image data (page source) */
+	const void *data; /* its image data if the source maps (else NULL) */
+	uint8_t *buf;	  /* the copier's buffer, for a source that copies */
+	uint64_t step;	  /* the next step's size */
+	uint64_t faults;  /* e->fault_seq when the last step began */
 	uint64_t done;	  /* bytes from start handled; written by its worker inside the gate */
 	bool cancelled;	  /* an event took it back; written inside the gate's read side */
 };
@@ -59,6 +63,8 @@ struct lr_engine {
 	size_t nr_tasks, cap_tasks;
 	struct lr_claim claims[NR_CLAIMS];
 	struct page_source *src;
+	uint8_t *fault_buf; /* the fault thread's buffer (FAULT_AROUND_MAX pages), for a source that copies */
+	uint64_t fault_seq; /* faults served so far (atomic; written by the fault thread) */
 	struct lr_engine_opts o;
 	int epfd, wakefd;
 	bool finished, stop, failed;
@@ -87,7 +93,9 @@ enum { INSTALL_OK = 0, INSTALL_AGAIN = 1, INSTALL_GONE = 2, INSTALL_FATAL = -1 }
  */
 int lr_install(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, uint64_t *done,
 	       uint64_t *installed, bool *first_existed);
-int lr_source(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, const void **data);
+/* The image data at img: in buf (which the caller owns) if the source copies, else in its mapping. */
+int lr_source(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, void *buf,
+	      const void **data);
 int lr_copy(struct lr_engine *e, struct lr_task *t, uint64_t dst, const void *data, uint64_t len, uint64_t *done,
 	    uint64_t *installed, bool *first_existed);
 int lr_zeropage(struct lr_engine *e, struct lr_task *t, uint64_t addr);

@@ -54,7 +54,7 @@ static bool take_chunk(struct lr_engine *e, struct lr_claim *c)
 		lr_engine_fail_locked(e, "out of memory in prefetch");
 		return false;
 	}
-	*c = (struct lr_claim){.t = t, .start = r.start, .end = r.end, .img = r.img};
+	*c = (struct lr_claim){.t = t, .start = r.start, .end = r.end, .img = r.img, .buf = c->buf, .step = c->step};
 	e->hint_addr = r.end; /* the next worker continues after this chunk */
 	return true;
 }
@@ -68,13 +68,16 @@ static void release_claim(struct lr_engine *e, struct lr_claim *c)
 	c->t = NULL;
 }
 
-/* Claim a chunk into c and find its data (one madvise per 2 MiB); lock not held. */
+/*
+ * Claim a chunk into c; lock not held.  A mapping source is asked for the whole
+ * chunk at once (one madvise per 2 MiB), a copying one step by step.
+ */
 static bool claim(struct lr_engine *e, struct lr_claim *c)
 {
 	pthread_mutex_lock(&e->lock);
 	bool got = !e->stop && e->finished && take_chunk(e, c);
 	pthread_mutex_unlock(&e->lock);
-	if (got && lr_source(e, c->t, c->start, c->img, c->end - c->start, &c->data)) {
+	if (got && !e->src->copies && lr_source(e, c->t, c->start, c->img, c->end - c->start, NULL, &c->data)) {
 		pthread_mutex_lock(&e->lock);
 		release_claim(e, c);
 		pthread_mutex_unlock(&e->lock);
@@ -94,11 +97,28 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 {
 	struct lr_task *t = c->t;
 	uint64_t len = c->end - c->start, off = c->done, done = 0, installed = 0;
-	uint64_t step = len - off < e->o.prefetch_step ? len - off : e->o.prefetch_step;
+	uint64_t faults = __atomic_load_n(&e->fault_seq, __ATOMIC_RELAXED);
+	const void *data;
 	int r;
 
 	if (off >= len)
 		return false;
+	/* small steps while faults come, so that a fault waits behind little; doubling while none does */
+	if (faults != c->faults || !c->step)
+		c->step = PREFETCH_STEP_MIN;
+	else if (c->step < e->o.prefetch_step)
+		c->step *= 2;
+	if (c->step > e->o.prefetch_step)
+		c->step = e->o.prefetch_step;
+	c->faults = faults;
+	uint64_t step = len - off < c->step ? len - off : c->step;
+	/* the file read happens outside the gate: only the copy must not start during an event read */
+	if (e->src->copies) {
+		if (lr_source(e, t, c->start + off, c->img + off, step, c->buf, &data))
+			return false;
+	} else {
+		data = (const uint8_t *)c->data + off;
+	}
 	if (gated)
 		lr_gate_copy_enter(&t->gate);
 	if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
@@ -106,7 +126,7 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 			lr_gate_copy_exit(&t->gate);
 		return false;
 	}
-	r = lr_copy(e, t, c->start + off, (const uint8_t *)c->data + off, step, &done, &installed, NULL);
+	r = lr_copy(e, t, c->start + off, data, step, &done, &installed, NULL);
 	__atomic_store_n(&c->done, off + done, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
 	if (gated)
