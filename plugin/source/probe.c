@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * How to copy pages on this host, decided by a short measurement instead of a
- * constant: UFFDIO_COPY of the first PROBE_BYTES of the largest pages file into
- * a userfaultfd region of our own, (a) from the file's populated mapping and
- * (b) through a reused buffer filled by pread, each at a small and a large
- * step, PROBE_ROUNDS alternating rounds, best round of each.  The hosts seen so
- * far disagree on which is faster (plugin/README.md has the figures).
+ * constant: UFFDIO_COPY of slices of the largest pages file into a userfaultfd
+ * region of our own, (a) from the file's mapping, populated as the engine does
+ * it, and (b) through a reused buffer filled by pread, each at a small and a
+ * large step, PROBE_ROUNDS rounds in alternating order, best round of each.
+ * Every run copies a slice no run before it touched, so that neither the CPU
+ * caches nor our page tables hold it already (the engine copies each page
+ * once).  The hosts seen so far disagree on which way is faster
+ * (plugin/README.md has the figures).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,8 +29,9 @@
 #define MADV_POPULATE_READ 22
 #endif
 
-#define PROBE_BYTES  (4UL << 20)
+#define PROBE_SLICE  (4UL << 20)
 #define PROBE_ROUNDS 3
+#define PROBE_RUNS   (4 * PROBE_ROUNDS)
 #define PROBE_SMALL  (64UL << 10)
 #define PROBE_LARGE  (1UL << 20)
 
@@ -45,8 +49,8 @@ static double mono(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Seconds to install the probe's bytes one way, or -1; the region is empty again after. */
-static double probe_run(struct probe *pr, bool map, uint64_t step)
+/* Seconds to install the slice at file offset base one way, or -1; the region is empty again after. */
+static double probe_run(struct probe *pr, uint64_t base, bool map, uint64_t step)
 {
 	double t0 = mono(), t;
 
@@ -54,10 +58,10 @@ static double probe_run(struct probe *pr, bool map, uint64_t step)
 		uint64_t l = pr->len - off < step ? pr->len - off : step;
 		const uint8_t *src = pr->buf;
 		if (map) {
-			src = pr->p->base + off;
+			src = pr->p->base + base + off;
 			if (madvise((void *)src, l, MADV_POPULATE_READ))
 				return -1;
-		} else if (pread(pr->p->fd, pr->buf, l, (off_t)off) != (ssize_t)l) {
+		} else if (pread(pr->p->fd, pr->buf, l, (off_t)(base + off)) != (ssize_t)l) {
 			return -1;
 		}
 		struct uffdio_copy c = {.dst = (uintptr_t)pr->dst + off, .src = (uintptr_t)src, .len = l};
@@ -126,8 +130,13 @@ void file_source_probe(struct img_dir *d, const struct img_mm *mms, size_t nr, e
 		snprintf(out->why, sizeof(out->why), "pread: under 1 MiB of pages, nothing to measure");
 		return;
 	}
-	pr.len = mms[big].pages_bytes < PROBE_BYTES ? mms[big].pages_bytes & ~(PROBE_LARGE - 1) : PROBE_BYTES;
-	if (img_pages_map(d, mms[big].pages_id, &pages, &err) || pages.size < pr.len) {
+	/* PROBE_RUNS fresh slices if the file has them, else smaller ones (at least 1 MiB, reused) */
+	uint64_t have = mms[big].pages_bytes;
+	pr.len = have / PROBE_RUNS >= PROBE_SLICE ? PROBE_SLICE : (have / PROBE_RUNS) & ~(PROBE_LARGE - 1);
+	if (!pr.len)
+		pr.len = PROBE_LARGE;
+	uint64_t slices = have / pr.len;
+	if (img_pages_map(d, mms[big].pages_id, &pages, &err) || pages.size < slices * pr.len) {
 		snprintf(out->why, sizeof(out->why), "pread: can't map a pages file to measure");
 		goto out;
 	}
@@ -136,29 +145,27 @@ void file_source_probe(struct img_dir *d, const struct img_mm *mms, size_t nr, e
 		snprintf(out->why, sizeof(out->why), "pread: no userfaultfd to measure with (%s)", strerror(errno));
 		goto out;
 	}
-	/* A first untimed round of each brings the file into the page cache. */
-	for (int round = 0; round <= PROBE_ROUNDS; round++)
-		for (int k = 0; k < 4; k++) {
-			double s = probe_run(&pr, cfg[k].map, cfg[k].step);
-			if (s < 0) {
-				snprintf(out->why, sizeof(out->why), "pread: the measurement failed (%s)",
-					 strerror(errno));
-				goto out;
-			}
-			if (round && (best[k] < 0 || s < best[k]))
-				best[k] = s;
+	for (int run = 0; run < PROBE_RUNS; run++) {
+		int round = run / 4, k = round % 2 ? 3 - run % 4 : run % 4;
+		double s = probe_run(&pr, (uint64_t)run % slices * pr.len, cfg[k].map, cfg[k].step);
+		if (s < 0) {
+			snprintf(out->why, sizeof(out->why), "pread: the measurement failed (%s)", strerror(errno));
+			goto out;
 		}
-	int w = 0;
-	for (int k = 1; k < 4; k++)
-		if (best[k] < best[w])
-			w = k;
+		if (best[k] < 0 || s < best[k])
+			best[k] = s;
+	}
+	/* mmap must win clearly: it also fills our page tables with every page it serves */
+	int w = best[3] < best[2] ? 3 : 2, m = best[1] < best[0] ? 1 : 0;
+	if (best[m] < best[w] * 0.9)
+		w = m;
 	out->kind = cfg[w].map ? PAGE_SOURCE_MAP : PAGE_SOURCE_READ;
 	out->step = cfg[w].step;
 	double gb = (double)pr.len / 1e9;
 	snprintf(out->why, sizeof(out->why),
-		 "%s, steps up to %llu KiB: probe of %llu MiB, GB/s mmap %.2f (64 KiB) %.2f (1 MiB), pread %.2f "
-		 "(64 KiB) %.2f (1 MiB)",
-		 page_source_kind_name(out->kind), (unsigned long long)(out->step >> 10),
+		 "%s, steps up to %llu KiB: probe of %d x %llu MiB, best GB/s mmap %.2f (64 KiB steps) %.2f "
+		 "(1 MiB), pread %.2f (64 KiB) %.2f (1 MiB)",
+		 page_source_kind_name(out->kind), (unsigned long long)(out->step >> 10), PROBE_RUNS,
 		 (unsigned long long)(pr.len >> 20), gb / best[0], gb / best[1], gb / best[2], gb / best[3]);
 out:
 	probe_teardown(&pr);
