@@ -201,10 +201,7 @@ void lr_engine_restore_over(struct lr_engine *e)
 {
 	if (__atomic_exchange_n(&e->restore_over, true, __ATOMIC_SEQ_CST))
 		return;
-	pr_debug("the restore is over: prefetch at full strength");
-	pthread_mutex_lock(&e->lock);
-	lr_prefetch_full_strength(e);
-	pthread_mutex_unlock(&e->lock);
+	pr_debug("the restore is over: the fault thread prefetches too");
 	lr_engine_kick(e);
 }
 
@@ -263,13 +260,13 @@ const struct lr_stats *lr_engine_stats(const struct lr_engine *e)
 	return &e->stats;
 }
 
-/* Lock held: restore finished and nothing left pending or in a worker's hands. */
+/* Lock held: restore finished and nothing left pending or in a copier's hands (taken back is not). */
 static bool all_done(struct lr_engine *e)
 {
 	if (!e->finished || lr_pending_work(e))
 		return false;
 	for (unsigned i = 0; i < NR_CLAIMS; i++)
-		if (e->claims[i].t)
+		if (e->claims[i].t && !e->claims[i].cancelled)
 			return false;
 	return true;
 }

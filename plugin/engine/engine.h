@@ -55,10 +55,10 @@ void lr_engine_destroy(struct lr_engine *e);
  */
 int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int uffd, const struct img_mm *mm);
 /*
- * The restore-finished marker came: background prefetch may start, but only
- * in idle CPU time (SCHED_IDLE workers) until the restore is over, because
- * criu still has to stop the tasks on sigreturn and detach from them (on 2
- * cores full-speed prefetch then made `criu restore` return 10-20 ms later).
+ * The restore-finished marker came: background prefetch starts in the workers,
+ * which only ever use idle CPU time (SCHED_IDLE); the fault thread joins in
+ * once the restore is over (criu still stops the tasks on sigreturn and
+ * detaches from them after the marker).
  */
 void lr_engine_restore_finished(struct lr_engine *e);
 /*

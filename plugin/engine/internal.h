@@ -102,7 +102,7 @@ int lr_zeropage(struct lr_engine *e, struct lr_task *t, uint64_t addr);
 void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
 
 /* engine.c */
-/* The restore is over: prefetch at full strength, the fault thread included. */
+/* The restore is over: the fault thread leaves SCHED_FIFO and prefetches between faults. */
 void lr_engine_restore_over(struct lr_engine *e);
 void lr_task_gone(struct lr_engine *e, struct lr_task *t); /* lock held */
 void lr_engine_kick(struct lr_engine *e);
@@ -124,8 +124,6 @@ int lr_prefetch_start(struct lr_engine *e);
 bool lr_pending_work(struct lr_engine *e);
 /* Fault thread, between faults: one step of its own claim; false if there was nothing to do. */
 bool lr_prefetch_own_step(struct lr_engine *e);
-/* Lock held: the restore is over, the workers leave SCHED_IDLE. */
-void lr_prefetch_full_strength(struct lr_engine *e);
 void lr_prefetch_stop(struct lr_engine *e);
 
 #endif

@@ -145,7 +145,13 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 	return c->done < len;
 }
 
-/* SCHED_IDLE until the restore is over (engine.h says why); SCHED_OTHER keeps the nice value. */
+/*
+ * The workers copy in idle CPU time only (SCHED_IDLE): a waking restored
+ * program, or criu finishing the restore, preempts them at once, so prefetch
+ * takes no more of the program's CPU than the fault thread's own steps, as
+ * stock criu's one thread does.  A starved worker's claim is taken back by the
+ * fault thread (steal()), and at the end they leave SCHED_IDLE to be joined.
+ */
 static void sched_idle(pthread_t th, bool on)
 {
 	struct sched_param sp = {.sched_priority = 0};
@@ -153,17 +159,6 @@ static void sched_idle(pthread_t th, bool on)
 
 	if (er)
 		pr_debug("prefetch worker can't %s SCHED_IDLE: %s", on ? "enter" : "leave", strerror(er));
-}
-
-/*
- * Lock held.  Done for the workers by the thread that learns the restore is
- * over: a SCHED_IDLE worker starved by a busy machine might not run to see
- * it, and would hold its claim, so the daemon's exit, for as long.
- */
-void lr_prefetch_full_strength(struct lr_engine *e)
-{
-	for (unsigned i = 0; i < e->nr_workers; i++)
-		sched_idle(e->workers[i].th, false);
 }
 
 static void *worker(void *arg)
@@ -175,12 +170,10 @@ static void *worker(void *arg)
 	/* Background work yields the CPU to the restored program (2 cores here). */
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
 		pr_debug("prefetch worker keeps its priority: %m");
-	/* Going idle after lr_prefetch_full_strength() ran would be for good: look again after. */
-	if (!__atomic_load_n(&e->restore_over, __ATOMIC_SEQ_CST)) {
-		sched_idle(pthread_self(), true);
-		if (__atomic_load_n(&e->restore_over, __ATOMIC_SEQ_CST))
-			sched_idle(pthread_self(), false);
-	}
+	/* Going idle after lr_prefetch_stop() began would be for good: look again after. */
+	sched_idle(pthread_self(), true);
+	if (__atomic_load_n(&e->stop, __ATOMIC_SEQ_CST))
+		sched_idle(pthread_self(), false);
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		while (!e->stop && !(e->finished && lr_pending_work(e)))
@@ -201,11 +194,48 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/*
+ * Nothing left to claim: take back the rest of the worker claim with the most
+ * left, inside its task's gate (no copy of that task is running or can start;
+ * the worker sees `cancelled` at its next step), and claim from it.
+ */
+static bool steal(struct lr_engine *e, struct lr_claim *own)
+{
+	struct lr_claim *best = NULL;
+	struct lr_task *t = NULL;
+	uint64_t most = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (unsigned i = 0; i < OWN_CLAIM; i++) {
+		struct lr_claim *c = &e->claims[i];
+		uint64_t left =
+		    c->t && !c->cancelled ? c->end - c->start - __atomic_load_n(&c->done, __ATOMIC_ACQUIRE) : 0;
+		if (left > most) {
+			most = left;
+			best = c;
+			t = c->t;
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!best || most <= PREFETCH_STEP_MIN)
+		return false;
+	lr_gate_read_lock(&t->gate);
+	pthread_mutex_lock(&e->lock);
+	if (best->t == t && !best->cancelled && !t->gone && best->start + best->done < best->end) {
+		__atomic_store_n(&best->cancelled, true, __ATOMIC_RELEASE);
+		if (lr_ranges_add(&t->pending, best->start + best->done, best->end, best->img + best->done))
+			lr_engine_fail_locked(e, "out of memory in prefetch");
+	}
+	pthread_mutex_unlock(&e->lock);
+	lr_gate_read_unlock(&t->gate);
+	return claim(e, own);
+}
+
 bool lr_prefetch_own_step(struct lr_engine *e)
 {
 	struct lr_claim *c = &e->claims[OWN_CLAIM];
 
-	if (!c->t && !claim(e, c))
+	if (!c->t && !claim(e, c) && !steal(e, c))
 		return false;
 	if (!claim_step(e, c, false)) {
 		pthread_mutex_lock(&e->lock);
@@ -219,7 +249,7 @@ int lr_prefetch_start(struct lr_engine *e)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&e->lock); /* against lr_prefetch_full_strength() */
+	pthread_mutex_lock(&e->lock); /* against lr_prefetch_stop() */
 	for (unsigned i = 0; i < e->o.workers; i++) {
 		e->workers[i] = (struct lr_worker){.e = e, .slot = i};
 		if (pthread_create(&e->workers[i].th, NULL, worker, &e->workers[i])) {
@@ -239,7 +269,9 @@ void lr_prefetch_stop(struct lr_engine *e)
 	pthread_mutex_lock(&e->lock);
 	e->stop = true;
 	unsigned n = e->nr_workers;
-	e->nr_workers = 0; /* no lr_prefetch_full_strength() on threads being joined */
+	e->nr_workers = 0;
+	for (unsigned i = 0; i < n; i++) /* a starved SCHED_IDLE worker would keep us waiting */
+		sched_idle(e->workers[i].th, false);
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);
 	for (unsigned i = 0; i < n; i++)
