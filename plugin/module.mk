@@ -28,3 +28,12 @@ $(LR_GATE_UNIT): plugin/tests/test_gate.c plugin/engine/gate.c plugin/engine/gat
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) -lpthread -lcmocka
 TEST_BINS += $(LR_UNIT) $(LR_GATE_UNIT)
+# The engine in-process (needs a userfaultfd: root here).
+LR_ENGINE_UNIT := $(BUILD)/unit/test_engine
+LR_ENGINE_UNIT_SRCS := plugin/tests/test_engine.c $(wildcard plugin/engine/*.c) plugin/source/file.c \
+	plugin/supervisor/journal.c plugin/log/log.c
+$(LR_ENGINE_UNIT): $(LR_ENGINE_UNIT_SRCS) $(wildcard plugin/engine/*.h plugin/source/*.h) $(IMG_LIB_SAN)
+	@mkdir -p $(dir $@)
+	@echo "  CC       $<"
+	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(LR_ENGINE_UNIT_SRCS) $(IMG_LIB_SAN) -lprotobuf-c -lpthread -lcmocka
+TEST_BINS += $(LR_ENGINE_UNIT)
