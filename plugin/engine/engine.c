@@ -205,6 +205,14 @@ void lr_engine_restore_over(struct lr_engine *e)
 	lr_engine_kick(e);
 }
 
+bool lr_fault_waiting(struct lr_engine *e)
+{
+	struct epoll_event ev;
+
+	/* level-triggered: the next epoll_wait reports it again */
+	return epoll_wait(e->epfd, &ev, 1, 0) > 0;
+}
+
 /* Lock held: epoll timeout (ms) until the restore is taken as over, -1 if not waiting for it. */
 static int restore_over_in(struct lr_engine *e)
 {

@@ -27,4 +27,10 @@ void lr_gate_copy_exit(struct lr_gate *g);
 void lr_gate_read_lock(struct lr_gate *g);
 void lr_gate_read_unlock(struct lr_gate *g);
 
+/* A copier inside: does the fault thread wait for it?  (Then it leaves and enters again.) */
+static inline int lr_gate_reader_waits(const struct lr_gate *g)
+{
+	return __atomic_load_n(&g->reading, __ATOMIC_SEQ_CST);
+}
+
 #endif

@@ -102,6 +102,8 @@ int lr_zeropage(struct lr_engine *e, struct lr_task *t, uint64_t addr);
 void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
 
 /* engine.c */
+/* Fault thread: does a uffd (or the engine's wake-up) have something to read?  Does not consume it. */
+bool lr_fault_waiting(struct lr_engine *e);
 /* The restore is over: the fault thread leaves SCHED_FIFO and prefetches between faults. */
 void lr_engine_restore_over(struct lr_engine *e);
 void lr_task_gone(struct lr_engine *e, struct lr_task *t); /* lock held */

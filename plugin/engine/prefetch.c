@@ -87,23 +87,28 @@ static bool claim(struct lr_engine *e, struct lr_claim *c)
 }
 
 /*
- * One UFFDIO_COPY step of a claim; false once it is done, taken back or
- * failed.  No engine lock: cancellation is written by the fault thread only
- * inside the gate's read side, so a worker reads it inside the gate (the
- * fault thread, copying its own claim, needs no gate); done is read outside
- * the gate only to find pages still in flight.
+ * One step of a claim: its data from the source (read into the copier's buffer
+ * outside the gate, or the source's mapping), then UFFDIO_COPYs of at most
+ * PREFETCH_STEP_MIN each, so that a fault waits behind one of those only: a
+ * worker leaves the gate between them when the fault thread wants in, the
+ * fault thread (its own claim, ungated) stops when a uffd has something to
+ * read.  False once the claim is done, taken back or failed.  No engine lock:
+ * cancellation is written by the fault thread only inside the gate's read
+ * side, so a worker reads it inside the gate; done is read outside the gate
+ * only to find pages still in flight.
  */
 static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 {
 	struct lr_task *t = c->t;
-	uint64_t len = c->end - c->start, off = c->done, done = 0, installed = 0;
+	uint64_t len = c->end - c->start, off = c->done;
 	uint64_t faults = __atomic_load_n(&e->fault_seq, __ATOMIC_RELAXED);
-	const void *data;
-	int r;
+	const uint8_t *data;
+	int r = INSTALL_OK;
+	bool stopped = false;
 
 	if (off >= len)
 		return false;
-	/* small steps while faults come, so that a fault waits behind little; doubling while none does */
+	/* small steps while faults come; doubling while none does */
 	if (faults != c->faults || !c->step)
 		c->step = PREFETCH_STEP_MIN;
 	else if (c->step < e->o.prefetch_step)
@@ -114,21 +119,32 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 	uint64_t step = len - off < c->step ? len - off : c->step;
 	/* the file read happens outside the gate: only the copy must not start during an event read */
 	if (e->src->copies) {
-		if (lr_source(e, t, c->start + off, c->img + off, step, c->buf, &data))
+		const void *p;
+		if (lr_source(e, t, c->start + off, c->img + off, step, c->buf, &p))
 			return false;
+		data = p;
 	} else {
 		data = (const uint8_t *)c->data + off;
 	}
 	if (gated)
 		lr_gate_copy_enter(&t->gate);
-	if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
-		if (gated)
+	for (uint64_t sub = 0; sub < step && r == INSTALL_OK && !stopped;) {
+		uint64_t l = step - sub < PREFETCH_STEP_MIN ? step - sub : PREFETCH_STEP_MIN, done = 0, installed = 0;
+		if (sub && gated && lr_gate_reader_waits(&t->gate)) {
 			lr_gate_copy_exit(&t->gate);
-		return false;
+			lr_gate_copy_enter(&t->gate);
+		}
+		if (sub && !gated && lr_fault_waiting(e))
+			break;
+		stopped =
+		    __atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE);
+		if (stopped)
+			break;
+		r = lr_copy(e, t, c->start + off + sub, data + sub, l, &done, &installed, NULL);
+		sub += done;
+		__atomic_store_n(&c->done, off + sub, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
 	}
-	r = lr_copy(e, t, c->start + off, data, step, &done, &installed, NULL);
-	__atomic_store_n(&c->done, off + done, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
 	if (gated)
 		lr_gate_copy_exit(&t->gate);
 	if (r == INSTALL_GONE) {
@@ -136,7 +152,7 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 		lr_task_gone(e, t);
 		pthread_mutex_unlock(&e->lock);
 	}
-	if (r == INSTALL_GONE || r == INSTALL_FATAL)
+	if (r == INSTALL_GONE || r == INSTALL_FATAL || stopped)
 		return false;
 	if (r == INSTALL_AGAIN && gated) { /* the fault thread reads the event; try again soon */
 		struct timespec ts = {0, 50 * 1000};
