@@ -183,10 +183,20 @@ int lr_engine_watch_restore(struct lr_engine *e, int fd)
 	return 0;
 }
 
+bool lr_stage_enter(struct lr_engine *e, int s)
+{
+	int cur = lr_stage(e);
+
+	while (cur < s)
+		if (__atomic_compare_exchange_n(&e->stage, &cur, s, false, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
 void lr_engine_restore_finished(struct lr_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
-	e->finished = true;
+	lr_stage_enter(e, STAGE_FINISHED);
 	if (e->o.journal) /* every task is with the supervisor now: restartable */
 		__atomic_store_n(&e->o.journal->head->finished, 1, __ATOMIC_RELEASE);
 	e->stats.t_finished = lr_now();
@@ -199,7 +209,7 @@ void lr_engine_restore_finished(struct lr_engine *e)
 
 void lr_engine_restore_over(struct lr_engine *e)
 {
-	if (__atomic_exchange_n(&e->restore_over, true, __ATOMIC_SEQ_CST))
+	if (!lr_stage_enter(e, STAGE_OVER))
 		return;
 	pr_debug("the restore is over: the fault thread prefetches too");
 	lr_engine_kick(e);
@@ -216,7 +226,7 @@ bool lr_fault_waiting(struct lr_engine *e)
 /* Lock held: epoll timeout (ms) until the restore is taken as over, -1 if not waiting for it. */
 static int restore_over_in(struct lr_engine *e)
 {
-	if (!e->finished || __atomic_load_n(&e->restore_over, __ATOMIC_ACQUIRE))
+	if (lr_stage(e) != STAGE_FINISHED)
 		return -1;
 	double left = e->stats.t_finished + RESTORE_OVER_MS / 1e3 - lr_now();
 	return left > 0 ? (int)(left * 1e3) + 1 : 0;
@@ -243,10 +253,8 @@ void lr_engine_fail_locked(struct lr_engine *e, const char *why)
 	pid_t pids[256];
 	size_t n = 0;
 
-	if (e->failed)
+	if (!lr_stage_enter(e, STAGE_FAILED))
 		return;
-	e->failed = true;
-	__atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);
 	pr_err("%s; killing the restored tree", why);
 	for (size_t i = 0; i < e->nr_tasks && n < 256; i++)
 		if (e->tasks[i]->real_pid > 0)
@@ -271,7 +279,7 @@ const struct lr_stats *lr_engine_stats(const struct lr_engine *e)
 /* Lock held: restore finished and nothing left pending or in a copier's hands (taken back is not). */
 static bool all_done(struct lr_engine *e)
 {
-	if (!e->finished || lr_pending_work(e))
+	if (lr_stage(e) < STAGE_FINISHED || lr_pending_work(e))
 		return false;
 	for (unsigned i = 0; i < NR_CLAIMS; i++)
 		if (e->claims[i].t && !e->claims[i].cancelled)
@@ -334,7 +342,7 @@ int lr_engine_run(struct lr_engine *e)
 	fifo = prefer_fault_thread();
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
-		bool stop = e->stop, done = all_done(e);
+		bool stop = lr_stage(e) >= STAGE_STOPPING, done = all_done(e);
 		int over_in = restore_over_in(e);
 		if (progress)
 			draw_progress(e);
@@ -346,8 +354,9 @@ int lr_engine_run(struct lr_engine *e)
 			break;
 		}
 		if (over_in == 0) {
-			pr_info("criu still runs %d ms after the restore-finished marker: full-strength prefetch now",
-				RESTORE_OVER_MS);
+			pr_info(
+			    "criu still runs %d ms after the restore-finished marker: the fault thread prefetches too",
+			    RESTORE_OVER_MS);
 			lr_engine_restore_over(e);
 		}
 		int timeout = busy ? 0 : progress ? 200 : -1;
@@ -374,7 +383,7 @@ int lr_engine_run(struct lr_engine *e)
 			if (lr_drain_uffd(e, t))
 				goto out;
 		}
-		bool over = __atomic_load_n(&e->restore_over, __ATOMIC_ACQUIRE);
+		bool over = lr_stage(e) == STAGE_OVER;
 		if (fifo && over) {
 			leave_fifo();
 			fifo = false;
@@ -385,13 +394,13 @@ out:
 	pthread_mutex_lock(&e->lock);
 	if (ret == 0)
 		e->stats.t_all_resident = lr_now();
-	e->stop = true;
+	lr_stage_enter(e, STAGE_STOPPING);
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);
 	if (progress)
 		fprintf(stderr, "\n");
 	lr_prefetch_stop(e);
-	if (e->failed)
+	if (lr_stage(e) == STAGE_FAILED)
 		ret = -1;
 	return ret;
 }

@@ -29,6 +29,51 @@
 /* criu took 1-20 ms from the marker to detaching (here, 1 task); bound for a criu that stays */
 #define RESTORE_OVER_MS 200
 
+/*
+ * Where the engine is; one value instead of flags.  STAGE_FINISHED lasts until
+ * restore_fd turns readable or RESTORE_OVER_MS after the marker (stats.t_finished).
+ */
+enum lr_stage {
+	STAGE_HANDOFF,	/* tasks arrive, faults are served; no prefetch */
+	STAGE_FINISHED, /* restore-finished marker: the workers prefetch, criu still detaches */
+	STAGE_OVER,	/* criu is done with the tasks: the fault thread prefetches too */
+	STAGE_STOPPING, /* all resident or gone, or stopped: the threads wind down */
+	STAGE_FAILED,	/* a fatal error; the tree was killed */
+};
+
+/*
+ * Who writes what.  "lock" is lr_engine.lock; "fault thread" is the thread in
+ * lr_engine_run(); a claim's "copier" is the worker owning its slot, or the
+ * fault thread for OWN_CLAIM.  Reads under the lock see every write under it.
+ *
+ * lr_task
+ *   uffd idx vpid src_pid real_pid  set by lr_task_new() under lock, then constant
+ *   jpos                            fault thread only
+ *   gone pending next_fault window  lock (any thread: a copier that meets ESRCH marks gone)
+ *   gate                            its own atomics (gate.h)
+ * lr_claim
+ *   t start end img                 lock, by its copier (take_chunk, release_claim)
+ *   data step faults                its copier only; buf: allocated at create, filled by its copier
+ *   done                            its copier, atomic store inside the gate (a worker) or
+ *                                   ungated (OWN_CLAIM); others load it atomically, and get
+ *                                   its final value inside the task's gate read side
+ *   cancelled                       lock, atomic store, any thread: the fault thread for an
+ *                                   event or a steal also holds the task's gate read side,
+ *                                   so a worker checking it inside the gate cannot miss it;
+ *                                   lr_task_gone() sets it without the gate (a copy into a
+ *                                   gone task fails with ESRCH anyway)
+ * lr_engine
+ *   tasks nr_tasks cap_tasks        lock
+ *   src o epfd wakefd               constant after lr_engine_create(); restore_fd before run
+ *   fault_buf                       fault thread only; fault_seq: fault thread, atomic
+ *   stage                           atomic, forward only (lr_stage_enter), any thread; moves
+ *                                   that workers wait for (FINISHED, STOPPING, FAILED) are
+ *                                   made under lock with a broadcast of work
+ *   hint_task hint_addr rr          lock
+ *   workers nr_workers              lock (prefetch start and stop)
+ *   stats                           eexist bytes zero_pages prefetch_pages: atomic adds,
+ *                                   any thread, no lock; everything else under lock
+ */
 struct lr_task {
 	int uffd;
 	unsigned idx;	  /* index in tasks[] and in the journal */
@@ -52,12 +97,12 @@ struct lr_claim {
 	uint8_t *buf;	  /* the copier's buffer, for a source that copies */
 	uint64_t step;	  /* the next step's size */
 	uint64_t faults;  /* e->fault_seq when the last step began */
-	uint64_t done;	  /* bytes from start handled; written by its worker inside the gate */
-	bool cancelled;	  /* an event took it back; written inside the gate's read side */
+	uint64_t done;	  /* bytes from start handled */
+	bool cancelled;	  /* an event, a steal or the task's end took it back */
 };
 
 struct lr_engine {
-	pthread_mutex_t lock; /* tasks, ranges, claims, stats */
+	pthread_mutex_t lock; /* see the table above */
 	pthread_cond_t work;
 	struct lr_task **tasks;
 	size_t nr_tasks, cap_tasks;
@@ -67,8 +112,7 @@ struct lr_engine {
 	uint64_t fault_seq; /* faults served so far (atomic; written by the fault thread) */
 	struct lr_engine_opts o;
 	int epfd, wakefd;
-	bool finished, stop, failed;
-	bool restore_over;	   /* criu is done with the tasks (atomic, no lock needed) */
+	int stage;		   /* enum lr_stage; only ever moves forward (lr_stage_enter) */
 	int restore_fd;		   /* readable once the restore is over; -1: none */
 	struct lr_task *hint_task; /* most recent fault, for prefetch order */
 	uint64_t hint_addr;
@@ -102,6 +146,12 @@ int lr_zeropage(struct lr_engine *e, struct lr_task *t, uint64_t addr);
 void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
 
 /* engine.c */
+static inline int lr_stage(const struct lr_engine *e)
+{
+	return __atomic_load_n(&e->stage, __ATOMIC_ACQUIRE);
+}
+/* Move to stage s if not there or beyond yet; true if this call moved it. */
+bool lr_stage_enter(struct lr_engine *e, int s);
 /* Fault thread: does a uffd (or the engine's wake-up) have something to read?  Does not consume it. */
 bool lr_fault_waiting(struct lr_engine *e);
 /* The restore is over: the fault thread leaves SCHED_FIFO and prefetches between faults. */

@@ -75,7 +75,8 @@ static void release_claim(struct lr_engine *e, struct lr_claim *c)
 static bool claim(struct lr_engine *e, struct lr_claim *c)
 {
 	pthread_mutex_lock(&e->lock);
-	bool got = !e->stop && e->finished && take_chunk(e, c);
+	int st = lr_stage(e);
+	bool got = st >= STAGE_FINISHED && st < STAGE_STOPPING && take_chunk(e, c);
 	pthread_mutex_unlock(&e->lock);
 	if (got && !e->src->copies && lr_source(e, c->t, c->start, c->img, c->end - c->start, NULL, &c->data)) {
 		pthread_mutex_lock(&e->lock);
@@ -136,8 +137,7 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 		}
 		if (sub && !gated && lr_fault_waiting(e))
 			break;
-		stopped =
-		    __atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE);
+		stopped = __atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || lr_stage(e) >= STAGE_STOPPING;
 		if (stopped)
 			break;
 		r = lr_copy(e, t, c->start + off + sub, data + sub, l, &done, &installed, NULL);
@@ -188,13 +188,13 @@ static void *worker(void *arg)
 		pr_debug("prefetch worker keeps its priority: %m");
 	/* Going idle after lr_prefetch_stop() began would be for good: look again after. */
 	sched_idle(pthread_self(), true);
-	if (__atomic_load_n(&e->stop, __ATOMIC_SEQ_CST))
+	if (lr_stage(e) >= STAGE_STOPPING)
 		sched_idle(pthread_self(), false);
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
-		while (!e->stop && !(e->finished && lr_pending_work(e)))
+		while (lr_stage(e) < STAGE_STOPPING && !(lr_stage(e) >= STAGE_FINISHED && lr_pending_work(e)))
 			pthread_cond_wait(&e->work, &e->lock);
-		bool stop = e->stop;
+		bool stop = lr_stage(e) >= STAGE_STOPPING;
 		pthread_mutex_unlock(&e->lock);
 		if (stop)
 			break;
@@ -283,7 +283,7 @@ int lr_prefetch_start(struct lr_engine *e)
 void lr_prefetch_stop(struct lr_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
-	e->stop = true;
+	lr_stage_enter(e, STAGE_STOPPING);
 	unsigned n = e->nr_workers;
 	e->nr_workers = 0;
 	for (unsigned i = 0; i < n; i++) /* a starved SCHED_IDLE worker would keep us waiting */
