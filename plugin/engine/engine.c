@@ -93,58 +93,6 @@ void lr_engine_destroy(struct lr_engine *e)
 	free(e);
 }
 
-void lr_engine_kick(struct lr_engine *e)
-{
-	uint64_t one = 1;
-	if (write(e->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		pr_perror("engine wake-up");
-}
-
-struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32_t src_pid, pid_t real_pid, int parent,
-			    uint64_t fork_pos)
-{
-	struct lr_task *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	if (e->nr_tasks == e->cap_tasks) {
-		size_t cap = e->cap_tasks ? e->cap_tasks * 2 : 16;
-		struct lr_task **v = realloc(e->tasks, cap * sizeof(*v));
-		if (!v) {
-			free(t);
-			return NULL;
-		}
-		e->tasks = v;
-		e->cap_tasks = cap;
-	}
-	if (e->o.journal && e->nr_tasks >= LR_JOURNAL_TASKS) {
-		pr_err("more than %u tasks: the supervisor can't keep them", LR_JOURNAL_TASKS);
-		free(t);
-		return NULL;
-	}
-	/* The supervisor must hold a dup before we act on the uffd. */
-	if (parent >= -1 && e->o.new_task &&
-	    e->o.new_task(e->o.arg, (unsigned)e->nr_tasks, uffd, vpid, real_pid, parent, fork_pos)) {
-		free(t);
-		return NULL;
-	}
-	t->idx = (unsigned)e->nr_tasks;
-	t->uffd = uffd;
-	t->vpid = vpid;
-	t->src_pid = src_pid;
-	t->real_pid = real_pid;
-	t->window = FAULT_AROUND_START;
-	lr_ranges_init(&t->pending);
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = t};
-	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, uffd, &ev)) {
-		pr_perror("can't watch uffd %d of task %u", uffd, src_pid);
-		free(t);
-		return NULL;
-	}
-	e->tasks[e->nr_tasks++] = t;
-	return t;
-}
-
 int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int uffd, const struct img_mm *mm)
 {
 	char err[512];
@@ -183,16 +131,6 @@ int lr_engine_watch_restore(struct lr_engine *e, int fd)
 	return 0;
 }
 
-bool lr_stage_enter(struct lr_engine *e, int s)
-{
-	int cur = lr_stage(e);
-
-	while (cur < s)
-		if (__atomic_compare_exchange_n(&e->stage, &cur, s, false, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
-			return true;
-	return false;
-}
-
 void lr_engine_restore_finished(struct lr_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
@@ -215,14 +153,6 @@ void lr_engine_restore_over(struct lr_engine *e)
 	lr_engine_kick(e);
 }
 
-bool lr_fault_waiting(struct lr_engine *e)
-{
-	struct epoll_event ev;
-
-	/* level-triggered: the next epoll_wait reports it again */
-	return epoll_wait(e->epfd, &ev, 1, 0) > 0;
-}
-
 /* Lock held: epoll timeout (ms) until the restore is taken as over, -1 if not waiting for it. */
 static int restore_over_in(struct lr_engine *e)
 {
@@ -230,45 +160,6 @@ static int restore_over_in(struct lr_engine *e)
 		return -1;
 	double left = e->stats.t_finished + RESTORE_OVER_MS / 1e3 - lr_now();
 	return left > 0 ? (int)(left * 1e3) + 1 : 0;
-}
-
-/* Lock held. */
-void lr_task_gone(struct lr_engine *e, struct lr_task *t)
-{
-	if (t->gone)
-		return;
-	t->gone = true;
-	lr_ranges_free(&t->pending);
-	for (unsigned i = 0; i < NR_CLAIMS; i++)
-		if (e->claims[i].t == t)
-			__atomic_store_n(&e->claims[i].cancelled, true, __ATOMIC_RELEASE);
-	epoll_ctl(e->epfd, EPOLL_CTL_DEL, t->uffd, NULL);
-	e->stats.tasks_gone++;
-	pr_debug("task %u (pid %d) is gone", t->src_pid, t->real_pid);
-}
-
-/* Lock held. */
-void lr_engine_fail_locked(struct lr_engine *e, const char *why)
-{
-	pid_t pids[256];
-	size_t n = 0;
-
-	if (!lr_stage_enter(e, STAGE_FAILED))
-		return;
-	pr_err("%s; killing the restored tree", why);
-	for (size_t i = 0; i < e->nr_tasks && n < 256; i++)
-		if (e->tasks[i]->real_pid > 0)
-			pids[n++] = e->tasks[i]->real_pid;
-	lr_tree_kill(pids, n);
-	pthread_cond_broadcast(&e->work);
-	lr_engine_kick(e);
-}
-
-void lr_engine_fail(struct lr_engine *e, const char *why)
-{
-	pthread_mutex_lock(&e->lock);
-	lr_engine_fail_locked(e, why);
-	pthread_mutex_unlock(&e->lock);
 }
 
 const struct lr_stats *lr_engine_stats(const struct lr_engine *e)

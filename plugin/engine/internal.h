@@ -145,7 +145,7 @@ int lr_copy(struct lr_engine *e, struct lr_task *t, uint64_t dst, const void *da
 int lr_zeropage(struct lr_engine *e, struct lr_task *t, uint64_t addr);
 void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
 
-/* engine.c */
+/* claims.c: tasks, claims, stage and failure, below the fault path and prefetch */
 static inline int lr_stage(const struct lr_engine *e)
 {
 	return __atomic_load_n(&e->stage, __ATOMIC_ACQUIRE);
@@ -154,26 +154,34 @@ static inline int lr_stage(const struct lr_engine *e)
 bool lr_stage_enter(struct lr_engine *e, int s);
 /* Fault thread: does a uffd (or the engine's wake-up) have something to read?  Does not consume it. */
 bool lr_fault_waiting(struct lr_engine *e);
-/* The restore is over: the fault thread leaves SCHED_FIFO and prefetches between faults. */
-void lr_engine_restore_over(struct lr_engine *e);
-void lr_task_gone(struct lr_engine *e, struct lr_task *t); /* lock held */
 void lr_engine_kick(struct lr_engine *e);
+void lr_engine_fail_locked(struct lr_engine *e, const char *why);
 /* Lock held.  parent < -1: resumed task, already known to the supervisor. */
 struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32_t src_pid, pid_t real_pid, int parent,
 			    uint64_t fork_pos);
-void lr_engine_fail_locked(struct lr_engine *e, const char *why);
+void lr_task_gone(struct lr_engine *e, struct lr_task *t); /* lock held */
+/* Lock held: does a live task have pages not installed and not claimed? */
+bool lr_pending_work(struct lr_engine *e);
+/* Lock held: claim a chunk into slot c (near the latest fault), or return false when nothing is left. */
+bool lr_claim_take(struct lr_engine *e, struct lr_claim *c);
+/* Lock held: a claim not finished and not taken back goes back to pending; the slot is free. */
+void lr_claim_release(struct lr_engine *e, struct lr_claim *c);
+/* Lock held, inside t's gate read side: every claim overlapping [s,end) goes back to pending. */
+int lr_claims_reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t end);
+/* Lock held: the child's ranges are the parent's plus its claimed remainders. */
+int lr_fork_ranges(struct lr_engine *e, struct lr_task *parent, struct lr_task *child);
+
+/* engine.c */
+/* The restore is over: the fault thread leaves SCHED_FIFO and prefetches between faults. */
+void lr_engine_restore_over(struct lr_engine *e);
 
 /* fault.c */
 int lr_drain_uffd(struct lr_engine *e, struct lr_task *t);
 /* Lock held: apply one event message (the FORK child comes from child). */
 int lr_apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd_msg *m, struct lr_task *child);
-/* Lock held: the child's ranges are the parent's plus its claimed remainders. */
-int lr_fork_ranges(struct lr_engine *e, struct lr_task *parent, struct lr_task *child);
 
 /* prefetch.c */
 int lr_prefetch_start(struct lr_engine *e);
-/* Lock held: does a live task have pages not installed and not claimed? */
-bool lr_pending_work(struct lr_engine *e);
 /* Fault thread, between faults: one step of its own claim; false if there was nothing to do. */
 bool lr_prefetch_own_step(struct lr_engine *e);
 void lr_prefetch_stop(struct lr_engine *e);

@@ -16,58 +16,6 @@
 #include "plugin/engine/internal.h"
 #include "plugin/log/log.h"
 
-/* Lock held: the task to prefetch next, or NULL. */
-static struct lr_task *next_task(struct lr_engine *e)
-{
-	if (e->hint_task && !e->hint_task->gone && e->hint_task->pending.pages)
-		return e->hint_task;
-	for (size_t k = 0; k < e->nr_tasks; k++) {
-		struct lr_task *t = e->tasks[(e->rr + k) % e->nr_tasks];
-		if (!t->gone && t->pending.pages) {
-			e->rr = (e->rr + k) % e->nr_tasks;
-			e->hint_task = t;
-			e->hint_addr = t->pending.v[0].start;
-			return t;
-		}
-	}
-	return NULL;
-}
-
-bool lr_pending_work(struct lr_engine *e)
-{
-	for (size_t k = 0; k < e->nr_tasks; k++)
-		if (!e->tasks[k]->gone && e->tasks[k]->pending.pages)
-			return true;
-	return false;
-}
-
-/* Lock held: claim a chunk into slot c, or return false when nothing is left. */
-static bool take_chunk(struct lr_engine *e, struct lr_claim *c)
-{
-	struct lr_task *t = next_task(e);
-	struct lr_range r;
-
-	if (!t || lr_ranges_pick(&t->pending, e->hint_addr, PREFETCH_CHUNK, &r))
-		return false;
-	if (lr_ranges_drop(&t->pending, r.start, r.end)) {
-		/* the ranges can't be kept track of: stop, as the fault path does, rather than spin */
-		lr_engine_fail_locked(e, "out of memory in prefetch");
-		return false;
-	}
-	*c = (struct lr_claim){.t = t, .start = r.start, .end = r.end, .img = r.img, .buf = c->buf, .step = c->step};
-	e->hint_addr = r.end; /* the next worker continues after this chunk */
-	return true;
-}
-
-/* Lock held: a claim not finished and not taken back by an event goes back to pending. */
-static void release_claim(struct lr_engine *e, struct lr_claim *c)
-{
-	if (!c->cancelled && !c->t->gone && c->start + c->done < c->end &&
-	    lr_ranges_add(&c->t->pending, c->start + c->done, c->end, c->img + c->done))
-		lr_engine_fail_locked(e, "out of memory in prefetch");
-	c->t = NULL;
-}
-
 /*
  * Claim a chunk into c; lock not held.  A mapping source is asked for the whole
  * chunk at once (one madvise per 2 MiB), a copying one step by step.
@@ -76,11 +24,11 @@ static bool claim(struct lr_engine *e, struct lr_claim *c)
 {
 	pthread_mutex_lock(&e->lock);
 	int st = lr_stage(e);
-	bool got = st >= STAGE_FINISHED && st < STAGE_STOPPING && take_chunk(e, c);
+	bool got = st >= STAGE_FINISHED && st < STAGE_STOPPING && lr_claim_take(e, c);
 	pthread_mutex_unlock(&e->lock);
 	if (got && !e->src->copies && lr_source(e, c->t, c->start, c->img, c->end - c->start, NULL, &c->data)) {
 		pthread_mutex_lock(&e->lock);
-		release_claim(e, c);
+		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
 		return false;
 	}
@@ -203,7 +151,7 @@ static void *worker(void *arg)
 		while (claim_step(e, c, true))
 			;
 		pthread_mutex_lock(&e->lock);
-		release_claim(e, c);
+		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
 		lr_engine_kick(e); /* the fault thread checks whether all is resident */
 	}
@@ -255,7 +203,7 @@ bool lr_prefetch_own_step(struct lr_engine *e)
 		return false;
 	if (!claim_step(e, c, false)) {
 		pthread_mutex_lock(&e->lock);
-		release_claim(e, c);
+		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
 	}
 	return true;
