@@ -70,14 +70,14 @@ static struct file_task *lookup(struct file_source *fs, uint32_t pid, uint64_t v
 		snprintf(err, errlen, "no images for pid %u", pid);
 		return NULL;
 	}
-	long pi = img_find_pme(t->mm, vaddr);
-	if (pi < 0 || img_page_offset(t->mm, vaddr, off)) {
+	struct img_page_run run;
+	if (img_lookup(t->mm, vaddr, &run)) {
 		snprintf(err, errlen, "pagemap-%u.img: page 0x%llx is not in the image", pid,
 			 (unsigned long long)vaddr);
 		return NULL;
 	}
-	const struct img_pme *pe = &t->mm->pmes[pi];
-	if (vaddr + len > pe->vaddr + (uint64_t)pe->nr_pages * IMG_PAGE_SIZE) {
+	*off = run.off;
+	if (len > run.pages * IMG_PAGE_SIZE) {
 		snprintf(err, errlen, "pagemap-%u.img: 0x%llx+%llu pages crosses its entry's end", pid,
 			 (unsigned long long)vaddr, (unsigned long long)(len / IMG_PAGE_SIZE));
 		return NULL;
