@@ -149,7 +149,7 @@ void lr_engine_restore_over(struct lr_engine *e)
 {
 	if (!lr_stage_enter(e, STAGE_OVER))
 		return;
-	pr_debug("the restore is over: the fault thread prefetches too");
+	pr_debug("the restore is over: criu has let go of the tasks");
 	lr_engine_kick(e);
 }
 
@@ -206,8 +206,8 @@ static bool prefer_fault_thread(void)
 }
 
 /*
- * Once the restore is over, the fault thread copies its own prefetch claim
- * between faults, polling its uffds after each step as stock criu does: a
+ * From the restore-finished marker on, the fault thread copies its own prefetch
+ * claim between faults, polling its uffds after each step as stock criu does: a
  * fault then waits for at most one step and never for a wake-up, which on
  * this VM's idle vCPUs costs tens of microseconds.  A busy thread must not be
  * real-time (it would starve the restored program), so it leaves SCHED_FIFO
@@ -245,9 +245,8 @@ int lr_engine_run(struct lr_engine *e)
 			break;
 		}
 		if (over_in == 0) {
-			pr_info(
-			    "criu still runs %d ms after the restore-finished marker: the fault thread prefetches too",
-			    RESTORE_OVER_MS);
+			pr_info("criu still runs %d ms after the restore-finished marker: taken as over",
+				RESTORE_OVER_MS);
 			lr_engine_restore_over(e);
 		}
 		int timeout = busy ? 0 : progress ? 200 : -1;
@@ -274,7 +273,9 @@ int lr_engine_run(struct lr_engine *e)
 			if (lr_drain_uffd(e, t))
 				goto out;
 		}
-		bool over = lr_stage(e) == STAGE_OVER;
+		/* like stock criu's one thread, from the marker on (the workers only take idle time) */
+		int st = lr_stage(e);
+		bool over = st >= STAGE_FINISHED && st < STAGE_STOPPING;
 		if (fifo && over) {
 			leave_fifo();
 			fifo = false;

@@ -35,8 +35,8 @@
  */
 enum lr_stage {
 	STAGE_HANDOFF,	/* tasks arrive, faults are served; no prefetch */
-	STAGE_FINISHED, /* restore-finished marker: the workers prefetch, criu still detaches */
-	STAGE_OVER,	/* criu is done with the tasks: the fault thread prefetches too */
+	STAGE_FINISHED, /* restore-finished marker: prefetch (criu still detaches from the tasks) */
+	STAGE_OVER,	/* criu is done with the tasks (for the log and stats only) */
 	STAGE_STOPPING, /* all resident or gone, or stopped: the threads wind down */
 	STAGE_FAILED,	/* a fatal error; the tree was killed */
 };
@@ -172,7 +172,7 @@ int lr_claims_reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64
 int lr_fork_ranges(struct lr_engine *e, struct lr_task *parent, struct lr_task *child);
 
 /* engine.c */
-/* The restore is over: the fault thread leaves SCHED_FIFO and prefetches between faults. */
+/* The restore is over (criu's pidfd, or the time bound): logged. */
 void lr_engine_restore_over(struct lr_engine *e);
 
 /* fault.c */

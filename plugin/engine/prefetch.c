@@ -199,6 +199,8 @@ bool lr_prefetch_own_step(struct lr_engine *e)
 {
 	struct lr_claim *c = &e->claims[OWN_CLAIM];
 
+	if (e->o.faults_only)
+		return false;
 	if (!c->t && !claim(e, c) && !steal(e, c))
 		return false;
 	if (!claim_step(e, c, false)) {
