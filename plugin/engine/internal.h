@@ -26,7 +26,7 @@
 #define OWN_CLAIM	  MAX_WORKERS /* the fault thread's own prefetch claim */
 #define NR_CLAIMS	  (MAX_WORKERS + 1)
 #define PREFETCH_NICE	  10
-/* criu took 1-20 ms from the marker to detaching (here, 1 task); bound for a criu that stays */
+/* how long after the marker a criu that stays (no -d) is taken as done with the tasks */
 #define RESTORE_OVER_MS 200
 
 /*
