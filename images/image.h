@@ -145,8 +145,30 @@ long img_find_pme(const struct img_mm *mm, uint64_t vaddr);
  */
 int img_page_offset(const struct img_mm *mm, uint64_t vaddr, uint64_t *off);
 
+/* Where the image holds the page at vaddr: one search for entry, file offset and run length. */
+struct img_page_run {
+	long pme;	/* index of the entry holding vaddr, or -1 */
+	uint64_t off;	/* file offset of the page in pages-<pages_id>.img */
+	uint64_t pages; /* pages of the entry from vaddr on */
+};
+/* 0 when the page at vaddr is present in the image; -1 if not (r->pme says whether an entry holds it). */
+int img_lookup(const struct img_mm *mm, uint64_t vaddr, struct img_page_run *r);
+
 /* CRIU's vma_entry_can_be_lazy(): private anonymous, not locked/hugetlb/vdso/vvar/vsyscall. */
 bool img_vma_can_be_lazy(const struct img_vma *v);
+
+/* A dump as the servers load it: pstree, inventory, the mm of every live task. */
+struct img_dump {
+	struct img_dir *dir;
+	struct img_task *tasks;
+	size_t nr_tasks;
+	uint32_t *alive, *zombies; /* pids, pstree order */
+	size_t nr_alive, nr_zombies;
+	struct img_mm *mms; /* mms[i] is alive[i]'s */
+};
+int img_dump_load(const char *path, struct img_dump *d, struct img_err *err);
+void img_dump_free(struct img_dump *d); /* also after a failed load */
+const struct img_mm *img_dump_mm(const struct img_dump *d, uint32_t pid);
 
 int img_pages_map(struct img_dir *d, uint32_t pages_id, struct img_pages *p, struct img_err *err);
 void img_pages_unmap(struct img_pages *p);

@@ -285,17 +285,30 @@ long img_find_pme(const struct img_mm *mm, uint64_t vaddr)
 	return -1;
 }
 
-int img_page_offset(const struct img_mm *mm, uint64_t vaddr, uint64_t *off)
+int img_lookup(const struct img_mm *mm, uint64_t vaddr, struct img_page_run *r)
 {
 	long i = img_find_pme(mm, vaddr);
 	const struct img_pme *p;
 
+	*r = (struct img_page_run){.pme = i};
 	if (i < 0)
 		return -1;
 	p = &mm->pmes[i];
 	if (!(p->flags & IMG_PE_PRESENT))
 		return -1;
-	*off = p->file_off + ((vaddr & ~PAGE_MASK_LO) - p->vaddr);
+	uint64_t page = vaddr & ~PAGE_MASK_LO;
+	r->off = p->file_off + (page - p->vaddr);
+	r->pages = p->nr_pages - ((page - p->vaddr) >> IMG_PAGE_SHIFT);
+	return 0;
+}
+
+int img_page_offset(const struct img_mm *mm, uint64_t vaddr, uint64_t *off)
+{
+	struct img_page_run r;
+
+	if (img_lookup(mm, vaddr, &r))
+		return -1;
+	*off = r.off;
 	return 0;
 }
 

@@ -34,3 +34,12 @@ $(LR_CHECK_UNIT): plugin/cli/tests/test_check.c plugin/cli/check-util.c plugin/c
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) -lcmocka
 TEST_BINS += $(LR_CHECK_UNIT)
+# The engine in-process (needs a userfaultfd: root here).
+LR_ENGINE_UNIT := $(BUILD)/unit/test_engine
+LR_ENGINE_UNIT_SRCS := plugin/tests/test_engine.c $(wildcard plugin/engine/*.c) plugin/source/file.c \
+	plugin/supervisor/journal.c plugin/log/log.c
+$(LR_ENGINE_UNIT): $(LR_ENGINE_UNIT_SRCS) $(wildcard plugin/engine/*.h plugin/source/*.h) $(IMG_LIB_SAN)
+	@mkdir -p $(dir $@)
+	@echo "  CC       $<"
+	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(LR_ENGINE_UNIT_SRCS) $(IMG_LIB_SAN) -lprotobuf-c -lpthread -lcmocka
+TEST_BINS += $(LR_ENGINE_UNIT)

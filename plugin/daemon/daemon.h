@@ -6,11 +6,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "plugin/source/source.h"
+
 struct lr_daemon_opts {
 	const char *images_dir, *work_dir, *log_file, *stats_file;
 	int status_fd, level;
 	unsigned workers;
-	uint64_t prefetch_step; /* bytes; 0 = the engine default */
+	uint64_t prefetch_step;		   /* largest background step, bytes; 0 = the probe's */
+	enum page_source_kind page_source; /* AUTO: probe this host */
 	bool progress;
 	bool no_supervisor; /* run the engine in this process (no restart on a crash) */
 };

@@ -47,10 +47,14 @@ static const char usage_text[] =
     "      --stats FILE       at exit write the stats as JSON to FILE\n"
     "      --progress         draw a progress line on stderr when it is a terminal\n"
     "      --workers N        prefetch threads besides the fault thread, which prefetches\n"
-    "                         too between faults (default 1; 0 = faults only, no prefetch)\n"
-    "      --prefetch-step KIB  bytes per background UFFDIO_COPY, 4..2048 KiB (default\n"
-    "                         16): a fault waits for at most one such copy per worker,\n"
-    "                         larger steps copy a little faster\n"
+    "                         too between faults; they use idle CPU time only (default 1;\n"
+    "                         0 = the fault thread prefetches alone, as stock criu does)\n"
+    "      --prefetch-step KIB  largest background UFFDIO_COPY, 4..2048 KiB (default:\n"
+    "                         the probe's best); steps start at 64 KiB or less and grow\n"
+    "                         while no fault comes, so a fault waits behind small ones\n"
+    "      --page-source auto|mmap|pread  copy from the pages files' mapping or through\n"
+    "                         per-thread buffers filled by pread (default auto: a short\n"
+    "                         probe at start picks the faster on this host and logs why)\n"
     "      --no-supervisor    run the engine in this process; by default a small\n"
     "                         supervisor process keeps a dup of every uffd and a journal\n"
     "                         of uffd events, and restarts the engine if it is killed\n"
@@ -67,6 +71,7 @@ enum {
 	OPT_PROGRESS,
 	OPT_WORKERS,
 	OPT_PREFETCH_STEP,
+	OPT_PAGE_SOURCE,
 	OPT_NO_SUPERVISOR
 };
 
@@ -80,6 +85,7 @@ static const struct option long_opts[] = {
     {"progress", no_argument, NULL, OPT_PROGRESS},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"prefetch-step", required_argument, NULL, OPT_PREFETCH_STEP},
+    {"page-source", required_argument, NULL, OPT_PAGE_SOURCE},
     {"no-default-config", no_argument, NULL, OPT_NO_DEFAULT_CONFIG},
     {"no-supervisor", no_argument, NULL, OPT_NO_SUPERVISOR},
     {"help", no_argument, NULL, 'h'},
@@ -154,6 +160,20 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 				return -1;
 			}
 			o->prefetch_step = (uint64_t)v << 10;
+			break;
+		case OPT_PAGE_SOURCE:
+			if (!strcmp(optarg, "auto"))
+				o->page_source = PAGE_SOURCE_AUTO;
+			else if (!strcmp(optarg, "mmap"))
+				o->page_source = PAGE_SOURCE_MAP;
+			else if (!strcmp(optarg, "pread"))
+				o->page_source = PAGE_SOURCE_READ;
+			else {
+				fprintf(stderr,
+					"lazyrestore lazy-pages: --page-source: '%s' is not auto, mmap or pread\n",
+					optarg);
+				return -1;
+			}
 			break;
 		case OPT_NO_DEFAULT_CONFIG:
 			break;

@@ -24,12 +24,8 @@
 #include "plugin/supervisor/supervisor.h"
 
 struct dump {
-	struct img_dir *dir;
-	struct img_task *tasks;
-	size_t nr_tasks;
-	uint32_t *alive, *zombies;
-	size_t nr_alive, nr_zombies;
-	struct img_mm *mms; /* per alive task */
+	struct img_dump img; /* the dump itself (images/) */
+	struct page_source_choice choice;
 };
 
 struct session {
@@ -40,59 +36,21 @@ struct session {
 	int ret;
 };
 
-static void dump_free(struct dump *d)
-{
-	for (size_t i = 0; d->mms && i < d->nr_alive; i++)
-		img_mm_free(&d->mms[i]);
-	free(d->mms);
-	free(d->alive);
-	free(d->zombies);
-	if (d->tasks)
-		img_tasks_free(d->tasks, d->nr_tasks);
-	if (d->dir)
-		img_dir_close(d->dir);
-}
-
 static int dump_load(struct dump *d, const char *path)
 {
-	struct img_inventory inv;
 	struct img_err err;
 
 	memset(d, 0, sizeof(*d));
-	if (img_dir_open(path, &d->dir, &err) || img_read_inventory(d->dir, &inv, &err))
-		goto fail;
-	img_inventory_free(&inv);
-	if (img_read_pstree(d->dir, &d->tasks, &d->nr_tasks, &err))
-		goto fail;
-	d->alive = calloc(d->nr_tasks + 1, sizeof(uint32_t));
-	d->zombies = calloc(d->nr_tasks + 1, sizeof(uint32_t));
-	d->mms = calloc(d->nr_tasks + 1, sizeof(struct img_mm));
-	if (!d->alive || !d->zombies || !d->mms) {
-		pr_err("out of memory for %zu tasks", d->nr_tasks);
+	if (img_dump_load(path, &d->img, &err)) {
+		pr_err("%s", err.msg);
 		return -1;
 	}
-	for (size_t i = 0; i < d->nr_tasks; i++) {
-		const struct img_task *t = &d->tasks[i];
-		if (t->state == IMG_TASK_DEAD) {
-			d->zombies[d->nr_zombies++] = t->pid;
-			continue;
-		}
-		if (img_read_mm(d->dir, t->pid, &d->mms[d->nr_alive], &err))
-			goto fail;
-		d->alive[d->nr_alive++] = t->pid;
-	}
 	return 0;
-fail:
-	pr_err("%s", err.msg);
-	return -1;
 }
 
 static const struct img_mm *find_mm(const struct dump *d, uint32_t vpid)
 {
-	for (size_t i = 0; i < d->nr_alive; i++)
-		if (d->alive[i] == vpid)
-			return &d->mms[i];
-	return NULL;
+	return img_dump_mm(&d->img, vpid);
 }
 
 static int on_task(void *arg, uint32_t vpid, pid_t real_pid, int uffd)
@@ -123,7 +81,7 @@ static void *handoff_thread(void *arg)
 {
 	struct session *s = arg;
 	const struct lr_handoff_ops ops = {on_task, on_finished, on_failed};
-	struct lr_handoff_expect x = {s->d->alive, s->d->nr_alive, s->d->zombies, s->d->nr_zombies};
+	struct lr_handoff_expect x = {s->d->img.alive, s->d->img.nr_alive, s->d->img.zombies, s->d->img.nr_zombies};
 
 	s->ret = lr_handoff_receive(s->cfd, s->peer, &x, &ops, s);
 	return NULL;
@@ -180,7 +138,7 @@ static int new_task(void *arg, unsigned idx, int uffd, uint32_t vpid, pid_t real
 static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opts *o, struct lr_sv *sv)
 {
 	struct img_err err;
-	struct page_source *src = file_source_open(d->dir, d->mms, d->nr_alive, &err);
+	struct page_source *src = file_source_open(d->img.dir, d->img.mms, d->img.nr_alive, &d->choice, &err);
 	struct session s = {.d = d, .cfd = cfd, .peer = peer};
 	struct lr_engine_opts eo = {.workers = o->workers, .prefetch_step = o->prefetch_step, .progress = o->progress};
 	pthread_t th;
@@ -217,7 +175,7 @@ out:
 static int resume(struct dump *d, const struct lr_daemon_opts *o, struct lr_sv *sv)
 {
 	struct img_err err;
-	struct page_source *src = file_source_open(d->dir, d->mms, d->nr_alive, &err);
+	struct page_source *src = file_source_open(d->img.dir, d->img.mms, d->img.nr_alive, &d->choice, &err);
 	struct lr_engine_opts eo = {.workers = o->workers,
 				    .prefetch_step = o->prefetch_step,
 				    .progress = o->progress,
@@ -312,12 +270,15 @@ int lr_daemon_run(const struct lr_daemon_opts *o)
 	pr_info("lazy-pages: serving %s", images);
 	if (dump_load(&d, images))
 		goto out;
+	/* before readiness: the restore must not wait for it */
+	file_source_probe(d.img.dir, d.img.mms, d.img.nr_alive, o->page_source, &d.choice);
+	pr_info("page source: %s", d.choice.why);
 	lfd = lr_handoff_listen();
 	if (lfd < 0)
 		goto out;
 	ret = accept_and_serve(&d, lfd, o);
 out:
-	dump_free(&d);
+	img_dump_free(&d.img);
 	pr_info("lazy-pages: exit %d", ret ? 1 : 0);
 	lr_log_close();
 	return ret;

@@ -29,8 +29,10 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 	e->restore_fd = -1;
 	if (e->o.workers > MAX_WORKERS)
 		e->o.workers = MAX_WORKERS;
+	if (!e->o.prefetch_step)
+		e->o.prefetch_step = src->choice.step;
 	if (!e->o.prefetch_step || e->o.prefetch_step % PAGE || e->o.prefetch_step > PREFETCH_CHUNK)
-		e->o.prefetch_step = PREFETCH_STEP;
+		e->o.prefetch_step = PREFETCH_STEP_MIN;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->work, NULL);
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -41,6 +43,27 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 		lr_engine_destroy(e);
 		return NULL;
 	}
+	if (src->copies) {
+		e->fault_buf = aligned_alloc(PAGE, FAULT_AROUND_MAX * PAGE);
+		for (unsigned i = 0; i <= e->o.workers && e->fault_buf; i++) {
+			unsigned slot = i == e->o.workers ? OWN_CLAIM : i;
+			e->claims[slot].buf = aligned_alloc(PAGE, e->o.prefetch_step);
+			if (!e->claims[slot].buf)
+				break;
+		}
+		if (!e->fault_buf || !e->claims[OWN_CLAIM].buf) {
+			pr_err("out of memory for the copy buffers");
+			lr_engine_destroy(e);
+			return NULL;
+		}
+	}
+	pr_info("page source: %s; background steps %llu..%llu KiB", src->copies ? "pread into buffers" : "mmap",
+		(unsigned long long)(PREFETCH_STEP_MIN < e->o.prefetch_step ? PREFETCH_STEP_MIN : e->o.prefetch_step) >>
+		    10,
+		(unsigned long long)e->o.prefetch_step >> 10);
+	snprintf(e->stats.source, sizeof(e->stats.source), "%s", page_source_kind_name(src->choice.kind));
+	snprintf(e->stats.source_why, sizeof(e->stats.source_why), "%s", src->choice.why);
+	e->stats.step_max = e->o.prefetch_step;
 	e->stats.t_start = lr_now();
 	return e;
 }
@@ -58,6 +81,9 @@ void lr_engine_destroy(struct lr_engine *e)
 		free(t);
 	}
 	free(e->tasks);
+	free(e->fault_buf);
+	for (unsigned i = 0; i < NR_CLAIMS; i++)
+		free(e->claims[i].buf);
 	if (e->epfd >= 0)
 		close(e->epfd);
 	if (e->wakefd >= 0)
@@ -65,58 +91,6 @@ void lr_engine_destroy(struct lr_engine *e)
 	if (e->restore_fd >= 0)
 		close(e->restore_fd);
 	free(e);
-}
-
-void lr_engine_kick(struct lr_engine *e)
-{
-	uint64_t one = 1;
-	if (write(e->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		pr_perror("engine wake-up");
-}
-
-struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32_t src_pid, pid_t real_pid, int parent,
-			    uint64_t fork_pos)
-{
-	struct lr_task *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	if (e->nr_tasks == e->cap_tasks) {
-		size_t cap = e->cap_tasks ? e->cap_tasks * 2 : 16;
-		struct lr_task **v = realloc(e->tasks, cap * sizeof(*v));
-		if (!v) {
-			free(t);
-			return NULL;
-		}
-		e->tasks = v;
-		e->cap_tasks = cap;
-	}
-	if (e->o.journal && e->nr_tasks >= LR_JOURNAL_TASKS) {
-		pr_err("more than %u tasks: the supervisor can't keep them", LR_JOURNAL_TASKS);
-		free(t);
-		return NULL;
-	}
-	/* The supervisor must hold a dup before we act on the uffd. */
-	if (parent >= -1 && e->o.new_task &&
-	    e->o.new_task(e->o.arg, (unsigned)e->nr_tasks, uffd, vpid, real_pid, parent, fork_pos)) {
-		free(t);
-		return NULL;
-	}
-	t->idx = (unsigned)e->nr_tasks;
-	t->uffd = uffd;
-	t->vpid = vpid;
-	t->src_pid = src_pid;
-	t->real_pid = real_pid;
-	t->window = FAULT_AROUND_START;
-	lr_ranges_init(&t->pending);
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = t};
-	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, uffd, &ev)) {
-		pr_perror("can't watch uffd %d of task %u", uffd, src_pid);
-		free(t);
-		return NULL;
-	}
-	e->tasks[e->nr_tasks++] = t;
-	return t;
 }
 
 int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int uffd, const struct img_mm *mm)
@@ -160,7 +134,7 @@ int lr_engine_watch_restore(struct lr_engine *e, int fd)
 void lr_engine_restore_finished(struct lr_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
-	e->finished = true;
+	lr_stage_enter(e, STAGE_FINISHED);
 	if (e->o.journal) /* every task is with the supervisor now: restartable */
 		__atomic_store_n(&e->o.journal->head->finished, 1, __ATOMIC_RELEASE);
 	e->stats.t_finished = lr_now();
@@ -173,63 +147,19 @@ void lr_engine_restore_finished(struct lr_engine *e)
 
 void lr_engine_restore_over(struct lr_engine *e)
 {
-	if (__atomic_exchange_n(&e->restore_over, true, __ATOMIC_SEQ_CST))
+	if (!lr_stage_enter(e, STAGE_OVER))
 		return;
-	pr_debug("the restore is over: prefetch at full strength");
-	pthread_mutex_lock(&e->lock);
-	lr_prefetch_full_strength(e);
-	pthread_mutex_unlock(&e->lock);
+	pr_debug("the restore is over: criu has let go of the tasks");
 	lr_engine_kick(e);
 }
 
 /* Lock held: epoll timeout (ms) until the restore is taken as over, -1 if not waiting for it. */
 static int restore_over_in(struct lr_engine *e)
 {
-	if (!e->finished || __atomic_load_n(&e->restore_over, __ATOMIC_ACQUIRE))
+	if (lr_stage(e) != STAGE_FINISHED)
 		return -1;
 	double left = e->stats.t_finished + RESTORE_OVER_MS / 1e3 - lr_now();
 	return left > 0 ? (int)(left * 1e3) + 1 : 0;
-}
-
-/* Lock held. */
-void lr_task_gone(struct lr_engine *e, struct lr_task *t)
-{
-	if (t->gone)
-		return;
-	t->gone = true;
-	lr_ranges_free(&t->pending);
-	for (unsigned i = 0; i < NR_CLAIMS; i++)
-		if (e->claims[i].t == t)
-			__atomic_store_n(&e->claims[i].cancelled, true, __ATOMIC_RELEASE);
-	epoll_ctl(e->epfd, EPOLL_CTL_DEL, t->uffd, NULL);
-	e->stats.tasks_gone++;
-	pr_debug("task %u (pid %d) is gone", t->src_pid, t->real_pid);
-}
-
-/* Lock held. */
-void lr_engine_fail_locked(struct lr_engine *e, const char *why)
-{
-	pid_t pids[256];
-	size_t n = 0;
-
-	if (e->failed)
-		return;
-	e->failed = true;
-	__atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);
-	pr_err("%s; killing the restored tree", why);
-	for (size_t i = 0; i < e->nr_tasks && n < 256; i++)
-		if (e->tasks[i]->real_pid > 0)
-			pids[n++] = e->tasks[i]->real_pid;
-	lr_tree_kill(pids, n);
-	pthread_cond_broadcast(&e->work);
-	lr_engine_kick(e);
-}
-
-void lr_engine_fail(struct lr_engine *e, const char *why)
-{
-	pthread_mutex_lock(&e->lock);
-	lr_engine_fail_locked(e, why);
-	pthread_mutex_unlock(&e->lock);
 }
 
 const struct lr_stats *lr_engine_stats(const struct lr_engine *e)
@@ -237,13 +167,13 @@ const struct lr_stats *lr_engine_stats(const struct lr_engine *e)
 	return &e->stats;
 }
 
-/* Lock held: restore finished and nothing left pending or in a worker's hands. */
+/* Lock held: restore finished and nothing left pending or in a copier's hands (taken back is not). */
 static bool all_done(struct lr_engine *e)
 {
-	if (!e->finished || lr_pending_work(e))
+	if (lr_stage(e) < STAGE_FINISHED || lr_pending_work(e))
 		return false;
 	for (unsigned i = 0; i < NR_CLAIMS; i++)
-		if (e->claims[i].t)
+		if (e->claims[i].t && !e->claims[i].cancelled)
 			return false;
 	return true;
 }
@@ -276,8 +206,8 @@ static bool prefer_fault_thread(void)
 }
 
 /*
- * Once the restore is over, the fault thread copies its own prefetch claim
- * between faults, polling its uffds after each step as stock criu does: a
+ * From the restore-finished marker on, the fault thread copies its own prefetch
+ * claim between faults, polling its uffds after each step as stock criu does: a
  * fault then waits for at most one step and never for a wake-up, which on
  * this VM's idle vCPUs costs tens of microseconds.  A busy thread must not be
  * real-time (it would starve the restored program), so it leaves SCHED_FIFO
@@ -303,7 +233,7 @@ int lr_engine_run(struct lr_engine *e)
 	fifo = prefer_fault_thread();
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
-		bool stop = e->stop, done = all_done(e);
+		bool stop = lr_stage(e) >= STAGE_STOPPING, done = all_done(e);
 		int over_in = restore_over_in(e);
 		if (progress)
 			draw_progress(e);
@@ -315,7 +245,7 @@ int lr_engine_run(struct lr_engine *e)
 			break;
 		}
 		if (over_in == 0) {
-			pr_info("criu still runs %d ms after the restore-finished marker: full-strength prefetch now",
+			pr_info("criu still runs %d ms after the restore-finished marker: taken as over",
 				RESTORE_OVER_MS);
 			lr_engine_restore_over(e);
 		}
@@ -343,7 +273,9 @@ int lr_engine_run(struct lr_engine *e)
 			if (lr_drain_uffd(e, t))
 				goto out;
 		}
-		bool over = __atomic_load_n(&e->restore_over, __ATOMIC_ACQUIRE);
+		/* like stock criu's one thread, from the marker on (the workers only take idle time) */
+		int st = lr_stage(e);
+		bool over = st >= STAGE_FINISHED && st < STAGE_STOPPING;
 		if (fifo && over) {
 			leave_fifo();
 			fifo = false;
@@ -354,13 +286,13 @@ out:
 	pthread_mutex_lock(&e->lock);
 	if (ret == 0)
 		e->stats.t_all_resident = lr_now();
-	e->stop = true;
+	lr_stage_enter(e, STAGE_STOPPING);
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);
 	if (progress)
 		fprintf(stderr, "\n");
 	lr_prefetch_stop(e);
-	if (e->failed)
+	if (lr_stage(e) == STAGE_FAILED)
 		ret = -1;
 	return ret;
 }

@@ -20,7 +20,8 @@
 struct lr_engine;
 
 struct lr_engine_opts {
-	unsigned workers;	/* prefetch threads besides the fault thread; 0 = no prefetch */
+	unsigned workers;	/* prefetch threads besides the fault thread */
+	bool faults_only;	/* the fault thread does not prefetch between faults (workers 0: no prefetch) */
 	uint64_t prefetch_step; /* bytes per prefetch UFFDIO_COPY; 0 = PREFETCH_STEP */
 	bool progress;		/* draw a progress line on stderr */
 	/*
@@ -55,10 +56,9 @@ void lr_engine_destroy(struct lr_engine *e);
  */
 int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int uffd, const struct img_mm *mm);
 /*
- * The restore-finished marker came: background prefetch may start, but only
- * in idle CPU time (SCHED_IDLE workers) until the restore is over, because
- * criu still has to stop the tasks on sigreturn and detach from them (on 2
- * cores full-speed prefetch then made `criu restore` return 10-20 ms later).
+ * The restore-finished marker came: background prefetch starts, in the fault
+ * thread between faults (as stock criu's one thread does) and in the workers,
+ * which only ever use idle CPU time (SCHED_IDLE).
  */
 void lr_engine_restore_finished(struct lr_engine *e);
 /*

@@ -16,41 +16,6 @@
 #define MSG_BATCH    64
 #define MAX_DEFERRED 256
 
-/* Give every claim overlapping [s,e) back to pending, so the event sees it. */
-static int reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t end)
-{
-	for (unsigned i = 0; i < NR_CLAIMS; i++) {
-		struct lr_claim *c = &e->claims[i];
-		uint64_t rest = c->start + c->done;
-
-		if (c->t != t || c->cancelled || rest >= c->end || rest >= end || c->end <= s)
-			continue;
-		__atomic_store_n(&c->cancelled, true, __ATOMIC_RELEASE);
-		if (lr_ranges_add(&t->pending, rest, c->end, c->img + c->done))
-			return -1;
-	}
-	return 0;
-}
-
-int lr_fork_ranges(struct lr_engine *e, struct lr_task *t, struct lr_task *c)
-{
-	if (lr_ranges_copy(&c->pending, &t->pending))
-		return -1;
-	/* Pages a worker had claimed but not installed before the fork are missing in the child too. */
-	for (unsigned i = 0; i < NR_CLAIMS; i++) {
-		struct lr_claim *cl = &e->claims[i];
-		if (cl->t == t && !cl->cancelled && cl->start + cl->done < cl->end &&
-		    lr_ranges_add(&c->pending, cl->start + cl->done, cl->end, cl->img + cl->done))
-			return -1;
-	}
-	c->window = t->window;
-	e->stats.forks++;
-	pthread_cond_broadcast(&e->work);
-	pr_debug("task %u forked: child uffd %d, %llu pages pending", t->src_pid, c->uffd,
-		 (unsigned long long)c->pending.pages);
-	return 0;
-}
-
 static int on_fork(struct lr_engine *e, struct lr_task *t, int ufd, uint64_t pos)
 {
 	int fl = fcntl(ufd, F_GETFL);
@@ -77,7 +42,7 @@ static int apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd
 		e->stats.remaps++;
 		pr_debug("task %u: remap 0x%llx -> 0x%llx, %llu bytes", t->src_pid, (unsigned long long)from,
 			 (unsigned long long)to, (unsigned long long)len);
-		if (reclaim(e, t, from, from + len) || reclaim(e, t, to, to + len))
+		if (lr_claims_reclaim(e, t, from, from + len) || lr_claims_reclaim(e, t, to, to + len))
 			return -1;
 		return lr_ranges_remap(&t->pending, from, to, len);
 	}
@@ -91,7 +56,7 @@ static int apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd
 		pr_debug("task %u: %s 0x%llx-0x%llx", t->src_pid, m->event == UFFD_EVENT_REMOVE ? "remove" : "unmap",
 			 (unsigned long long)s, (unsigned long long)end);
 		/* REMOVE'd pages must read zero from now on: drop them, never install them. */
-		if (reclaim(e, t, s, end))
+		if (lr_claims_reclaim(e, t, s, end))
 			return -1;
 		return lr_ranges_drop(&t->pending, s, end);
 	}
@@ -152,6 +117,7 @@ static void account_fault(struct lr_engine *e, uint64_t installed, double t0)
 {
 	double now = lr_now();
 
+	__atomic_fetch_add(&e->fault_seq, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&e->lock);
 	e->stats.faults++;
 	if (installed) {

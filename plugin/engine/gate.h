@@ -10,9 +10,9 @@
  * entered, so the reader waits for them.
  *
  * Unlike a pthread rwlock, the reader announces itself first (no new copy
- * enters) and spins for a short while before sleeping: a copy step lasts a
- * few microseconds, a futex sleep and wake-up across vCPUs measured 40-80 us
- * here, and it is paid on every fault.
+ * enters) and spins for a short while before sleeping: a copy inside lasts
+ * microseconds (at most 64 KiB), a futex sleep and wake-up across vCPUs costs
+ * far more (plugin/README.md), and it would be paid on every fault.
  */
 #ifndef LAZYRESTORE_ENGINE_GATE_H
 #define LAZYRESTORE_ENGINE_GATE_H
@@ -26,5 +26,11 @@ void lr_gate_copy_enter(struct lr_gate *g);
 void lr_gate_copy_exit(struct lr_gate *g);
 void lr_gate_read_lock(struct lr_gate *g);
 void lr_gate_read_unlock(struct lr_gate *g);
+
+/* A copier inside: does the fault thread wait for it?  (Then it leaves and enters again.) */
+static inline int lr_gate_reader_waits(const struct lr_gate *g)
+{
+	return __atomic_load_n(&g->reading, __ATOMIC_SEQ_CST);
+}
 
 #endif

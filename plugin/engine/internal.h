@@ -16,18 +16,64 @@
 #define FAULT_AROUND_MAX   512U /* 2 MiB */
 #define PREFETCH_CHUNK	   (2UL << 20)
 /*
- * One UFFDIO_COPY of prefetch, inside the task's gate: the fault thread waits for at
- * most one of them per worker (measured, 256 MiB random touches during prefetch:
- * gate wait p50 4 us at 16 KiB steps; 256 KiB steps made faults wait ~200 us).
+ * A prefetch UFFDIO_COPY runs inside the task's gate, so the fault thread may
+ * wait for one of them per copier.  Steps start at PREFETCH_STEP_MIN, go back to
+ * it whenever a fault was served since the last step, and double while none
+ * comes, up to the largest step (--prefetch-step, or the page source's probe).
  */
-#define PREFETCH_STEP (16UL << 10)
-#define MAX_WORKERS   8
-#define OWN_CLAIM     MAX_WORKERS /* the fault thread's own prefetch claim */
-#define NR_CLAIMS     (MAX_WORKERS + 1)
-#define PREFETCH_NICE 10
-/* criu took 1-20 ms from the marker to detaching (here, 1 task); bound for a criu that stays */
+#define PREFETCH_STEP_MIN (64UL << 10)
+#define MAX_WORKERS	  8
+#define OWN_CLAIM	  MAX_WORKERS /* the fault thread's own prefetch claim */
+#define NR_CLAIMS	  (MAX_WORKERS + 1)
+#define PREFETCH_NICE	  10
+/* how long after the marker a criu that stays (no -d) is taken as done with the tasks */
 #define RESTORE_OVER_MS 200
 
+/*
+ * Where the engine is; one value instead of flags.  STAGE_FINISHED lasts until
+ * restore_fd turns readable or RESTORE_OVER_MS after the marker (stats.t_finished).
+ */
+enum lr_stage {
+	STAGE_HANDOFF,	/* tasks arrive, faults are served; no prefetch */
+	STAGE_FINISHED, /* restore-finished marker: prefetch (criu still detaches from the tasks) */
+	STAGE_OVER,	/* criu is done with the tasks (for the log and stats only) */
+	STAGE_STOPPING, /* all resident or gone, or stopped: the threads wind down */
+	STAGE_FAILED,	/* a fatal error; the tree was killed */
+};
+
+/*
+ * Who writes what.  "lock" is lr_engine.lock; "fault thread" is the thread in
+ * lr_engine_run(); a claim's "copier" is the worker owning its slot, or the
+ * fault thread for OWN_CLAIM.  Reads under the lock see every write under it.
+ *
+ * lr_task
+ *   uffd idx vpid src_pid real_pid  set by lr_task_new() under lock, then constant
+ *   jpos                            fault thread only
+ *   gone pending next_fault window  lock (any thread: a copier that meets ESRCH marks gone)
+ *   gate                            its own atomics (gate.h)
+ * lr_claim
+ *   t start end img                 lock, by its copier (take_chunk, release_claim)
+ *   data step faults                its copier only; buf: allocated at create, filled by its copier
+ *   done                            its copier, atomic store inside the gate (a worker) or
+ *                                   ungated (OWN_CLAIM); others load it atomically, and get
+ *                                   its final value inside the task's gate read side
+ *   cancelled                       lock, atomic store, any thread: the fault thread for an
+ *                                   event or a steal also holds the task's gate read side,
+ *                                   so a worker checking it inside the gate cannot miss it;
+ *                                   lr_task_gone() sets it without the gate (a copy into a
+ *                                   gone task fails with ESRCH anyway)
+ * lr_engine
+ *   tasks nr_tasks cap_tasks        lock
+ *   src o epfd wakefd               constant after lr_engine_create(); restore_fd before run
+ *   fault_buf                       fault thread only; fault_seq: fault thread, atomic
+ *   stage                           atomic, forward only (lr_stage_enter), any thread; moves
+ *                                   that workers wait for (FINISHED, STOPPING, FAILED) are
+ *                                   made under lock with a broadcast of work
+ *   hint_task hint_addr rr          lock
+ *   workers nr_workers              lock (prefetch start and stop)
+ *   stats                           eexist bytes zero_pages prefetch_pages: atomic adds,
+ *                                   any thread, no lock; everything else under lock
+ */
 struct lr_task {
 	int uffd;
 	unsigned idx;	  /* index in tasks[] and in the journal */
@@ -47,22 +93,26 @@ struct lr_task {
 struct lr_claim {
 	struct lr_task *t; /* NULL: slot free */
 	uint64_t start, end, img;
-	const void *data; /* its image data (page source) */
-	uint64_t done;	  /* bytes from start handled; written by its worker inside the gate */
-	bool cancelled;	  /* an event took it back; written inside the gate's read side */
+	const void *data; /* its image data if the source maps (else NULL) */
+	uint8_t *buf;	  /* the copier's buffer, for a source that copies */
+	uint64_t step;	  /* the next step's size */
+	uint64_t faults;  /* e->fault_seq when the last step began */
+	uint64_t done;	  /* bytes from start handled */
+	bool cancelled;	  /* an event, a steal or the task's end took it back */
 };
 
 struct lr_engine {
-	pthread_mutex_t lock; /* tasks, ranges, claims, stats */
+	pthread_mutex_t lock; /* see the table above */
 	pthread_cond_t work;
 	struct lr_task **tasks;
 	size_t nr_tasks, cap_tasks;
 	struct lr_claim claims[NR_CLAIMS];
 	struct page_source *src;
+	uint8_t *fault_buf; /* the fault thread's buffer (FAULT_AROUND_MAX pages), for a source that copies */
+	uint64_t fault_seq; /* faults served so far (atomic; written by the fault thread) */
 	struct lr_engine_opts o;
 	int epfd, wakefd;
-	bool finished, stop, failed;
-	bool restore_over;	   /* criu is done with the tasks (atomic, no lock needed) */
+	int stage;		   /* enum lr_stage; only ever moves forward (lr_stage_enter) */
 	int restore_fd;		   /* readable once the restore is over; -1: none */
 	struct lr_task *hint_task; /* most recent fault, for prefetch order */
 	uint64_t hint_addr;
@@ -87,37 +137,53 @@ enum { INSTALL_OK = 0, INSTALL_AGAIN = 1, INSTALL_GONE = 2, INSTALL_FATAL = -1 }
  */
 int lr_install(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, uint64_t *done,
 	       uint64_t *installed, bool *first_existed);
-int lr_source(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, const void **data);
+/* The image data at img: in buf (which the caller owns) if the source copies, else in its mapping. */
+int lr_source(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, void *buf,
+	      const void **data);
 int lr_copy(struct lr_engine *e, struct lr_task *t, uint64_t dst, const void *data, uint64_t len, uint64_t *done,
 	    uint64_t *installed, bool *first_existed);
 int lr_zeropage(struct lr_engine *e, struct lr_task *t, uint64_t addr);
 void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
 
-/* engine.c */
-/* The restore is over: prefetch at full strength, the fault thread included. */
-void lr_engine_restore_over(struct lr_engine *e);
-void lr_task_gone(struct lr_engine *e, struct lr_task *t); /* lock held */
+/* claims.c: tasks, claims, stage and failure, below the fault path and prefetch */
+static inline int lr_stage(const struct lr_engine *e)
+{
+	return __atomic_load_n(&e->stage, __ATOMIC_ACQUIRE);
+}
+/* Move to stage s if not there or beyond yet; true if this call moved it. */
+bool lr_stage_enter(struct lr_engine *e, int s);
+/* Fault thread: does a uffd (or the engine's wake-up) have something to read?  Does not consume it. */
+bool lr_fault_waiting(struct lr_engine *e);
 void lr_engine_kick(struct lr_engine *e);
+void lr_engine_fail_locked(struct lr_engine *e, const char *why);
 /* Lock held.  parent < -1: resumed task, already known to the supervisor. */
 struct lr_task *lr_task_new(struct lr_engine *e, int uffd, uint32_t vpid, uint32_t src_pid, pid_t real_pid, int parent,
 			    uint64_t fork_pos);
-void lr_engine_fail_locked(struct lr_engine *e, const char *why);
+void lr_task_gone(struct lr_engine *e, struct lr_task *t); /* lock held */
+/* Lock held: does a live task have pages not installed and not claimed? */
+bool lr_pending_work(struct lr_engine *e);
+/* Lock held: claim a chunk into slot c (near the latest fault), or return false when nothing is left. */
+bool lr_claim_take(struct lr_engine *e, struct lr_claim *c);
+/* Lock held: a claim not finished and not taken back goes back to pending; the slot is free. */
+void lr_claim_release(struct lr_engine *e, struct lr_claim *c);
+/* Lock held, inside t's gate read side: every claim overlapping [s,end) goes back to pending. */
+int lr_claims_reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t end);
+/* Lock held: the child's ranges are the parent's plus its claimed remainders. */
+int lr_fork_ranges(struct lr_engine *e, struct lr_task *parent, struct lr_task *child);
+
+/* engine.c */
+/* The restore is over (criu's pidfd, or the time bound): logged. */
+void lr_engine_restore_over(struct lr_engine *e);
 
 /* fault.c */
 int lr_drain_uffd(struct lr_engine *e, struct lr_task *t);
 /* Lock held: apply one event message (the FORK child comes from child). */
 int lr_apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd_msg *m, struct lr_task *child);
-/* Lock held: the child's ranges are the parent's plus its claimed remainders. */
-int lr_fork_ranges(struct lr_engine *e, struct lr_task *parent, struct lr_task *child);
 
 /* prefetch.c */
 int lr_prefetch_start(struct lr_engine *e);
-/* Lock held: does a live task have pages not installed and not claimed? */
-bool lr_pending_work(struct lr_engine *e);
 /* Fault thread, between faults: one step of its own claim; false if there was nothing to do. */
 bool lr_prefetch_own_step(struct lr_engine *e);
-/* Lock held: the restore is over, the workers leave SCHED_IDLE. */
-void lr_prefetch_full_strength(struct lr_engine *e);
 void lr_prefetch_stop(struct lr_engine *e);
 
 #endif

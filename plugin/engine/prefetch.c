@@ -16,67 +16,19 @@
 #include "plugin/engine/internal.h"
 #include "plugin/log/log.h"
 
-/* Lock held: the task to prefetch next, or NULL. */
-static struct lr_task *next_task(struct lr_engine *e)
-{
-	if (e->hint_task && !e->hint_task->gone && e->hint_task->pending.pages)
-		return e->hint_task;
-	for (size_t k = 0; k < e->nr_tasks; k++) {
-		struct lr_task *t = e->tasks[(e->rr + k) % e->nr_tasks];
-		if (!t->gone && t->pending.pages) {
-			e->rr = (e->rr + k) % e->nr_tasks;
-			e->hint_task = t;
-			e->hint_addr = t->pending.v[0].start;
-			return t;
-		}
-	}
-	return NULL;
-}
-
-bool lr_pending_work(struct lr_engine *e)
-{
-	for (size_t k = 0; k < e->nr_tasks; k++)
-		if (!e->tasks[k]->gone && e->tasks[k]->pending.pages)
-			return true;
-	return false;
-}
-
-/* Lock held: claim a chunk into slot c, or return false when nothing is left. */
-static bool take_chunk(struct lr_engine *e, struct lr_claim *c)
-{
-	struct lr_task *t = next_task(e);
-	struct lr_range r;
-
-	if (!t || lr_ranges_pick(&t->pending, e->hint_addr, PREFETCH_CHUNK, &r))
-		return false;
-	if (lr_ranges_drop(&t->pending, r.start, r.end)) {
-		/* the ranges can't be kept track of: stop, as the fault path does, rather than spin */
-		lr_engine_fail_locked(e, "out of memory in prefetch");
-		return false;
-	}
-	*c = (struct lr_claim){.t = t, .start = r.start, .end = r.end, .img = r.img};
-	e->hint_addr = r.end; /* the next worker continues after this chunk */
-	return true;
-}
-
-/* Lock held: a claim not finished and not taken back by an event goes back to pending. */
-static void release_claim(struct lr_engine *e, struct lr_claim *c)
-{
-	if (!c->cancelled && !c->t->gone && c->start + c->done < c->end &&
-	    lr_ranges_add(&c->t->pending, c->start + c->done, c->end, c->img + c->done))
-		lr_engine_fail_locked(e, "out of memory in prefetch");
-	c->t = NULL;
-}
-
-/* Claim a chunk into c and find its data (one madvise per 2 MiB); lock not held. */
+/*
+ * Claim a chunk into c; lock not held.  A mapping source is asked for the whole
+ * chunk at once (one madvise per 2 MiB), a copying one step by step.
+ */
 static bool claim(struct lr_engine *e, struct lr_claim *c)
 {
 	pthread_mutex_lock(&e->lock);
-	bool got = !e->stop && e->finished && take_chunk(e, c);
+	int st = lr_stage(e);
+	bool got = st >= STAGE_FINISHED && st < STAGE_STOPPING && lr_claim_take(e, c);
 	pthread_mutex_unlock(&e->lock);
-	if (got && lr_source(e, c->t, c->start, c->img, c->end - c->start, &c->data)) {
+	if (got && !e->src->copies && lr_source(e, c->t, c->start, c->img, c->end - c->start, NULL, &c->data)) {
 		pthread_mutex_lock(&e->lock);
-		release_claim(e, c);
+		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
 		return false;
 	}
@@ -84,31 +36,63 @@ static bool claim(struct lr_engine *e, struct lr_claim *c)
 }
 
 /*
- * One UFFDIO_COPY step of a claim; false once it is done, taken back or
- * failed.  No engine lock: cancellation is written by the fault thread only
- * inside the gate's read side, so a worker reads it inside the gate (the
- * fault thread, copying its own claim, needs no gate); done is read outside
- * the gate only to find pages still in flight.
+ * One step of a claim: its data from the source (read into the copier's buffer
+ * outside the gate, or the source's mapping), then UFFDIO_COPYs of at most
+ * PREFETCH_STEP_MIN each, so that a fault waits behind one of those only: a
+ * worker leaves the gate between them when the fault thread wants in, the
+ * fault thread (its own claim, ungated) stops when a uffd has something to
+ * read.  False once the claim is done, taken back or failed.  No engine lock:
+ * cancellation is written by the fault thread only inside the gate's read
+ * side, so a worker reads it inside the gate; done is read outside the gate
+ * only to find pages still in flight.
  */
 static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 {
 	struct lr_task *t = c->t;
-	uint64_t len = c->end - c->start, off = c->done, done = 0, installed = 0;
-	uint64_t step = len - off < e->o.prefetch_step ? len - off : e->o.prefetch_step;
-	int r;
+	uint64_t len = c->end - c->start, off = c->done;
+	uint64_t faults = __atomic_load_n(&e->fault_seq, __ATOMIC_RELAXED);
+	const uint8_t *data;
+	int r = INSTALL_OK;
+	bool stopped = false;
 
 	if (off >= len)
 		return false;
+	/* small steps while faults come; doubling while none does */
+	if (faults != c->faults || !c->step)
+		c->step = PREFETCH_STEP_MIN;
+	else if (c->step < e->o.prefetch_step)
+		c->step *= 2;
+	if (c->step > e->o.prefetch_step)
+		c->step = e->o.prefetch_step;
+	c->faults = faults;
+	uint64_t step = len - off < c->step ? len - off : c->step;
+	/* the file read happens outside the gate: only the copy must not start during an event read */
+	if (e->src->copies) {
+		const void *p;
+		if (lr_source(e, t, c->start + off, c->img + off, step, c->buf, &p))
+			return false;
+		data = p;
+	} else {
+		data = (const uint8_t *)c->data + off;
+	}
 	if (gated)
 		lr_gate_copy_enter(&t->gate);
-	if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
-		if (gated)
+	for (uint64_t sub = 0; sub < step && r == INSTALL_OK && !stopped;) {
+		uint64_t l = step - sub < PREFETCH_STEP_MIN ? step - sub : PREFETCH_STEP_MIN, done = 0, installed = 0;
+		if (sub && gated && lr_gate_reader_waits(&t->gate)) {
 			lr_gate_copy_exit(&t->gate);
-		return false;
+			lr_gate_copy_enter(&t->gate);
+		}
+		if (sub && !gated && lr_fault_waiting(e))
+			break;
+		stopped = __atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || lr_stage(e) >= STAGE_STOPPING;
+		if (stopped)
+			break;
+		r = lr_copy(e, t, c->start + off + sub, data + sub, l, &done, &installed, NULL);
+		sub += done;
+		__atomic_store_n(&c->done, off + sub, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
 	}
-	r = lr_copy(e, t, c->start + off, (const uint8_t *)c->data + off, step, &done, &installed, NULL);
-	__atomic_store_n(&c->done, off + done, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
 	if (gated)
 		lr_gate_copy_exit(&t->gate);
 	if (r == INSTALL_GONE) {
@@ -116,7 +100,7 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 		lr_task_gone(e, t);
 		pthread_mutex_unlock(&e->lock);
 	}
-	if (r == INSTALL_GONE || r == INSTALL_FATAL)
+	if (r == INSTALL_GONE || r == INSTALL_FATAL || stopped)
 		return false;
 	if (r == INSTALL_AGAIN && gated) { /* the fault thread reads the event; try again soon */
 		struct timespec ts = {0, 50 * 1000};
@@ -125,7 +109,13 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 	return c->done < len;
 }
 
-/* SCHED_IDLE until the restore is over (engine.h says why); SCHED_OTHER keeps the nice value. */
+/*
+ * The workers copy in idle CPU time only (SCHED_IDLE): a waking restored
+ * program, or criu finishing the restore, preempts them at once, so prefetch
+ * takes no more of the program's CPU than the fault thread's own steps, as
+ * stock criu's one thread does.  A starved worker's claim is taken back by the
+ * fault thread (steal()), and at the end they leave SCHED_IDLE to be joined.
+ */
 static void sched_idle(pthread_t th, bool on)
 {
 	struct sched_param sp = {.sched_priority = 0};
@@ -133,17 +123,6 @@ static void sched_idle(pthread_t th, bool on)
 
 	if (er)
 		pr_debug("prefetch worker can't %s SCHED_IDLE: %s", on ? "enter" : "leave", strerror(er));
-}
-
-/*
- * Lock held.  Done for the workers by the thread that learns the restore is
- * over: a SCHED_IDLE worker starved by a busy machine might not run to see
- * it, and would hold its claim, so the daemon's exit, for as long.
- */
-void lr_prefetch_full_strength(struct lr_engine *e)
-{
-	for (unsigned i = 0; i < e->nr_workers; i++)
-		sched_idle(e->workers[i].th, false);
 }
 
 static void *worker(void *arg)
@@ -155,17 +134,15 @@ static void *worker(void *arg)
 	/* Background work yields the CPU to the restored program (2 cores here). */
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
 		pr_debug("prefetch worker keeps its priority: %m");
-	/* Going idle after lr_prefetch_full_strength() ran would be for good: look again after. */
-	if (!__atomic_load_n(&e->restore_over, __ATOMIC_SEQ_CST)) {
-		sched_idle(pthread_self(), true);
-		if (__atomic_load_n(&e->restore_over, __ATOMIC_SEQ_CST))
-			sched_idle(pthread_self(), false);
-	}
+	/* Going idle after lr_prefetch_stop() began would be for good: look again after. */
+	sched_idle(pthread_self(), true);
+	if (lr_stage(e) >= STAGE_STOPPING)
+		sched_idle(pthread_self(), false);
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
-		while (!e->stop && !(e->finished && lr_pending_work(e)))
+		while (lr_stage(e) < STAGE_STOPPING && !(lr_stage(e) >= STAGE_FINISHED && lr_pending_work(e)))
 			pthread_cond_wait(&e->work, &e->lock);
-		bool stop = e->stop;
+		bool stop = lr_stage(e) >= STAGE_STOPPING;
 		pthread_mutex_unlock(&e->lock);
 		if (stop)
 			break;
@@ -174,24 +151,61 @@ static void *worker(void *arg)
 		while (claim_step(e, c, true))
 			;
 		pthread_mutex_lock(&e->lock);
-		release_claim(e, c);
+		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
 		lr_engine_kick(e); /* the fault thread checks whether all is resident */
 	}
 	return NULL;
 }
 
+/*
+ * Nothing left to claim: take back the rest of the worker claim with the most
+ * left, inside its task's gate (no copy of that task is running or can start;
+ * the worker sees `cancelled` at its next step), and claim from it.
+ */
+static bool steal(struct lr_engine *e, struct lr_claim *own)
+{
+	struct lr_claim *best = NULL;
+	struct lr_task *t = NULL;
+	uint64_t most = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (unsigned i = 0; i < OWN_CLAIM; i++) {
+		struct lr_claim *c = &e->claims[i];
+		uint64_t left =
+		    c->t && !c->cancelled ? c->end - c->start - __atomic_load_n(&c->done, __ATOMIC_ACQUIRE) : 0;
+		if (left > most) {
+			most = left;
+			best = c;
+			t = c->t;
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!best || most <= PREFETCH_STEP_MIN)
+		return false;
+	lr_gate_read_lock(&t->gate);
+	pthread_mutex_lock(&e->lock);
+	if (best->t == t && !best->cancelled && !t->gone && best->start + best->done < best->end) {
+		__atomic_store_n(&best->cancelled, true, __ATOMIC_RELEASE);
+		if (lr_ranges_add(&t->pending, best->start + best->done, best->end, best->img + best->done))
+			lr_engine_fail_locked(e, "out of memory in prefetch");
+	}
+	pthread_mutex_unlock(&e->lock);
+	lr_gate_read_unlock(&t->gate);
+	return claim(e, own);
+}
+
 bool lr_prefetch_own_step(struct lr_engine *e)
 {
 	struct lr_claim *c = &e->claims[OWN_CLAIM];
 
-	if (!e->o.workers)
+	if (e->o.faults_only)
 		return false;
-	if (!c->t && !claim(e, c))
+	if (!c->t && !claim(e, c) && !steal(e, c))
 		return false;
 	if (!claim_step(e, c, false)) {
 		pthread_mutex_lock(&e->lock);
-		release_claim(e, c);
+		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
 	}
 	return true;
@@ -201,7 +215,7 @@ int lr_prefetch_start(struct lr_engine *e)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&e->lock); /* against lr_prefetch_full_strength() */
+	pthread_mutex_lock(&e->lock); /* against lr_prefetch_stop() */
 	for (unsigned i = 0; i < e->o.workers; i++) {
 		e->workers[i] = (struct lr_worker){.e = e, .slot = i};
 		if (pthread_create(&e->workers[i].th, NULL, worker, &e->workers[i])) {
@@ -219,9 +233,11 @@ int lr_prefetch_start(struct lr_engine *e)
 void lr_prefetch_stop(struct lr_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
-	e->stop = true;
+	lr_stage_enter(e, STAGE_STOPPING);
 	unsigned n = e->nr_workers;
-	e->nr_workers = 0; /* no lr_prefetch_full_strength() on threads being joined */
+	e->nr_workers = 0;
+	for (unsigned i = 0; i < n; i++) /* a starved SCHED_IDLE worker would keep us waiting */
+		sched_idle(e->workers[i].th, false);
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);
 	for (unsigned i = 0; i < n; i++)

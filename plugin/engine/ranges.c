@@ -140,7 +140,8 @@ int lr_ranges_copy(struct lr_ranges *dst, const struct lr_ranges *src)
 {
 	if (grow(dst, src->nr))
 		return -1;
-	memcpy(dst->v, src->v, src->nr * sizeof(src->v[0]));
+	if (src->nr) /* (v may be NULL when empty) */
+		memcpy(dst->v, src->v, src->nr * sizeof(src->v[0]));
 	dst->nr = src->nr;
 	dst->pages = src->pages;
 	return 0;

@@ -89,11 +89,15 @@ int lr_stats_write_json(const struct lr_stats *s, const char *path)
 		"  \"time_to_first_fault_s\": %.6f,\n  \"time_to_restore_finished_s\": %.6f,\n"
 		"  \"time_to_all_resident_s\": %.6f,\n"
 		"  \"all_resident_after_finished_s\": %.6f,\n"
-		"  \"fault_latency_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"max\": %.1f}\n}\n",
+		"  \"fault_latency_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"max\": %.1f},\n",
 		since(s, s->t_first_fault), since(s, s->t_finished), since(s, s->t_all_resident),
 		s->t_all_resident > 0 && s->t_finished > 0 ? s->t_all_resident - s->t_finished : -1,
 		lr_stats_percentile(s, 50), lr_stats_percentile(s, 90), lr_stats_percentile(s, 99),
 		s->lat_max_ns / 1000.0);
+	fprintf(f, "  \"page_source\": \"%s\",\n  \"page_source_why\": \"", s->source);
+	for (const char *p = s->source_why; *p; p++) /* our own text, but keep the JSON valid */
+		fputc(*p == '"' || *p == '\\' ? '\'' : *p, f);
+	fprintf(f, "\",\n  \"prefetch_step_max_kib\": %llu\n}\n", (unsigned long long)(s->step_max >> 10));
 	if (fclose(f)) {
 		pr_perror("can't write stats file %s", path);
 		return -1;

@@ -26,11 +26,12 @@ static void source_failed(struct lr_engine *e, struct lr_task *t, uint64_t dst, 
 	lr_engine_fail(e, msg);
 }
 
-int lr_source(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, const void **data)
+int lr_source(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img, uint64_t len, void *buf,
+	      const void **data)
 {
 	char err[512];
 
-	if (page_source_get(e->src, t->src_pid, img, len / PAGE, data, err, sizeof(err))) {
+	if (page_source_fetch(e->src, t->src_pid, img, len / PAGE, buf, data, err, sizeof(err))) {
 		source_failed(e, t, dst, err);
 		return INSTALL_FATAL;
 	}
@@ -44,7 +45,7 @@ int lr_install(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t im
 
 	*done = 0;
 	*installed = 0;
-	if (lr_source(e, t, dst, img, len, &data))
+	if (lr_source(e, t, dst, img, len, e->fault_buf, &data))
 		return INSTALL_FATAL;
 	return lr_copy(e, t, dst, data, len, done, installed, first_existed);
 }

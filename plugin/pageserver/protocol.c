@@ -52,28 +52,26 @@ int ps_answer_get(const struct ps_image *imgs, size_t nr, const struct ps_iov *r
 		  const uint8_t **data, char *err, size_t errlen)
 {
 	const struct ps_image *im = find_image(imgs, nr, req->dst_id);
-	const struct img_pme *p;
+	struct img_page_run run;
 	uint64_t n, off;
-	long i;
 
 	if (!im) {
 		snprintf(err, errlen, "PS_IOV_GET for pid %llu, which is no live task of the dump",
 			 (unsigned long long)req->dst_id);
 		return -1;
 	}
-	i = img_find_pme(im->mm, req->vaddr);
-	if (i < 0 || !(im->mm->pmes[i].flags & IMG_PE_PRESENT)) {
+	if (img_lookup(im->mm, req->vaddr, &run)) {
 		snprintf(err, errlen, "PS_IOV_GET of pid %u page %#llx, which the dump does not hold", im->pid,
 			 (unsigned long long)req->vaddr);
 		return -1;
 	}
-	p = &im->mm->pmes[i];
-	n = p->nr_pages - ((req->vaddr - p->vaddr) >> IMG_PAGE_SHIFT);
+	n = run.pages;
 	if (n > req->nr_pages)
 		n = req->nr_pages;
 	if (n > PS_MAX_REPLY_PAGES)
 		n = PS_MAX_REPLY_PAGES;
-	if (img_page_offset(im->mm, req->vaddr, &off) || off > im->pages_size || im->pages_size - off < IMG_PAGE_SIZE) {
+	off = run.off;
+	if (off > im->pages_size || im->pages_size - off < IMG_PAGE_SIZE) {
 		snprintf(err, errlen, "pid %u page %#llx: pages-%u.img is shorter than its pagemap", im->pid,
 			 (unsigned long long)req->vaddr, im->mm->pages_id);
 		return -1;

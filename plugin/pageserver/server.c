@@ -74,12 +74,12 @@ static const char usage_text[] =
 
 struct ps_task {
 	uint32_t pid;
-	struct img_mm mm;
+	const struct img_mm *mm; /* in dump */
 	struct img_pages pages;
 };
 
 struct ps_server {
-	struct img_dir *dir;
+	struct img_dump dump;
 	struct ps_task *tasks;
 	struct ps_image *images; /* what ps_answer_get() serves, one per task */
 	size_t nr_tasks;
@@ -104,54 +104,41 @@ struct ps_conn {
 
 static int load_images(struct ps_server *s, const char *path)
 {
-	struct img_task *tasks = NULL;
+	struct img_dump *d = &s->dump;
 	struct img_err err;
-	size_t nr = 0;
-	int ret = -1;
 
-	if (img_dir_open(path, &s->dir, &err) || img_read_pstree(s->dir, &tasks, &nr, &err)) {
+	if (img_dump_load(path, d, &err)) {
 		pr_err("%s\n", err.msg);
-		goto out;
+		return -1;
 	}
-	s->tasks = calloc(nr, sizeof(*s->tasks));
-	s->images = calloc(nr, sizeof(*s->images));
+	s->tasks = calloc(d->nr_alive + 1, sizeof(*s->tasks));
+	s->images = calloc(d->nr_alive + 1, sizeof(*s->images));
 	if (!s->tasks || !s->images)
-		goto out;
-	for (size_t i = 0; i < nr; i++) {
-		struct ps_task *t = &s->tasks[s->nr_tasks];
+		return -1;
+	for (size_t i = 0; i < d->nr_alive; i++) {
+		struct ps_task *t = &s->tasks[s->nr_tasks++];
 
-		if (tasks[i].state == IMG_TASK_DEAD)
-			continue;
-		t->pid = tasks[i].pid;
+		t->pid = d->alive[i];
+		t->mm = &d->mms[i];
 		t->pages.fd = -1;
-		if (img_read_mm(s->dir, t->pid, &t->mm, &err)) {
+		if (t->mm->pages_bytes && img_pages_map(d->dir, t->mm->pages_id, &t->pages, &err)) {
 			pr_err("%s\n", err.msg);
-			goto out;
-		}
-		s->nr_tasks++;
-		if (t->mm.pages_bytes && img_pages_map(s->dir, t->mm.pages_id, &t->pages, &err)) {
-			pr_err("%s\n", err.msg);
-			goto out;
+			return -1;
 		}
 	}
 	for (size_t i = 0; i < s->nr_tasks; i++)
 		s->images[i] =
-		    (struct ps_image){s->tasks[i].pid, &s->tasks[i].mm, s->tasks[i].pages.base, s->tasks[i].pages.size};
-	ret = 0;
-out:
-	img_tasks_free(tasks, nr);
-	return ret;
+		    (struct ps_image){s->tasks[i].pid, s->tasks[i].mm, s->tasks[i].pages.base, s->tasks[i].pages.size};
+	return 0;
 }
 
 static void unload_images(struct ps_server *s)
 {
-	for (size_t i = 0; i < s->nr_tasks; i++) {
+	for (size_t i = 0; i < s->nr_tasks; i++)
 		img_pages_unmap(&s->tasks[i].pages);
-		img_mm_free(&s->tasks[i].mm);
-	}
 	free(s->tasks);
 	free(s->images);
-	img_dir_close(s->dir);
+	img_dump_free(&s->dump);
 }
 
 /* 1 with len bytes read, 0 on EOF before the first byte, -1 on error or EOF inside. */

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * Page source over local pages-*.img files.  Each file is mmap()ed once;
- * get() returns a pointer into the mapping, so the kernel copies straight from
- * the page cache.  The source pages must be mapped in our page tables or
- * UFFDIO_COPY takes its slow path (kernel-notes: 0.34 vs 3.4 GB/s), so get()
- * populates what it hands out (MADV_POPULATE_READ).  A read-ahead thread
- * populating everything at start was tried: it only took CPU from the restore.
+ * Page source over local pages-*.img files, in one of two ways (probe.c picks):
+ * read() preads into the caller's buffer; get() returns a pointer into the
+ * file's mapping, so the kernel copies straight from the page cache.  Mapped
+ * source pages must be in our page tables or UFFDIO_COPY takes its slow path,
+ * so get() populates what it hands out (MADV_POPULATE_READ).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "plugin/log/log.h"
 #include "plugin/source/source.h"
@@ -60,34 +60,44 @@ static int populate(const uint8_t *p, uint64_t len)
 	return 0;
 }
 
-static int file_get(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_t nr_pages, const void **data,
-		    char *err, size_t errlen)
+/* Checks that [vaddr, +len) is image data of pid and finds its file offset. */
+static struct file_task *lookup(struct file_source *fs, uint32_t pid, uint64_t vaddr, uint64_t len, uint64_t *off,
+				char *err, size_t errlen)
 {
-	struct file_source *fs = (struct file_source *)s;
 	struct file_task *t = find_task(fs, pid);
-	uint64_t len = nr_pages * IMG_PAGE_SIZE, off;
 
 	if (!t) {
 		snprintf(err, errlen, "no images for pid %u", pid);
-		return -1;
+		return NULL;
 	}
-	long pi = img_find_pme(t->mm, vaddr);
-	if (pi < 0 || img_page_offset(t->mm, vaddr, &off)) {
+	struct img_page_run run;
+	if (img_lookup(t->mm, vaddr, &run)) {
 		snprintf(err, errlen, "pagemap-%u.img: page 0x%llx is not in the image", pid,
 			 (unsigned long long)vaddr);
-		return -1;
+		return NULL;
 	}
-	const struct img_pme *pe = &t->mm->pmes[pi];
-	if (vaddr + len > pe->vaddr + (uint64_t)pe->nr_pages * IMG_PAGE_SIZE) {
+	*off = run.off;
+	if (len > run.pages * IMG_PAGE_SIZE) {
 		snprintf(err, errlen, "pagemap-%u.img: 0x%llx+%llu pages crosses its entry's end", pid,
-			 (unsigned long long)vaddr, (unsigned long long)nr_pages);
-		return -1;
+			 (unsigned long long)vaddr, (unsigned long long)(len / IMG_PAGE_SIZE));
+		return NULL;
 	}
-	if (off > t->pages.size || len > t->pages.size - off) {
+	if (*off > t->pages.size || len > t->pages.size - *off) {
 		snprintf(err, errlen, "pages-%u.img: offset %llu: %llu bytes wanted, file has %llu", t->pages.id,
-			 (unsigned long long)off, (unsigned long long)len, (unsigned long long)t->pages.size);
-		return -1;
+			 (unsigned long long)*off, (unsigned long long)len, (unsigned long long)t->pages.size);
+		return NULL;
 	}
+	return t;
+}
+
+static int file_get(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_t nr_pages, const void **data,
+		    char *err, size_t errlen)
+{
+	uint64_t len = nr_pages * IMG_PAGE_SIZE, off;
+	struct file_task *t = lookup((struct file_source *)s, pid, vaddr, len, &off, err, errlen);
+
+	if (!t)
+		return -1;
 	if (populate(t->pages.base + off, len)) {
 		snprintf(err, errlen, "pages-%u.img: offset %llu: can't read %llu bytes: %s", t->pages.id,
 			 (unsigned long long)off, (unsigned long long)len,
@@ -95,6 +105,30 @@ static int file_get(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_
 		return -1;
 	}
 	*data = t->pages.base + off;
+	return 0;
+}
+
+static int file_read(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_t nr_pages, void *buf, char *err,
+		     size_t errlen)
+{
+	uint64_t len = nr_pages * IMG_PAGE_SIZE, off, got = 0;
+	struct file_task *t = lookup((struct file_source *)s, pid, vaddr, len, &off, err, errlen);
+
+	if (!t)
+		return -1;
+	while (got < len) {
+		ssize_t n = pread(t->pages.fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
+		if (n > 0) {
+			got += (uint64_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		snprintf(err, errlen, "pages-%u.img: offset %llu: can't read %llu bytes: %s", t->pages.id,
+			 (unsigned long long)(off + got), (unsigned long long)(len - got),
+			 n == 0 ? "file shrank" : strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
@@ -110,10 +144,17 @@ static void file_destroy(struct page_source *s)
 
 static const struct page_source_ops file_ops = {
     .get = file_get,
+    .read = file_read,
     .destroy = file_destroy,
 };
 
-struct page_source *file_source_open(struct img_dir *d, const struct img_mm *mms, size_t nr, struct img_err *err)
+const char *page_source_kind_name(enum page_source_kind k)
+{
+	return k == PAGE_SOURCE_MAP ? "mmap" : k == PAGE_SOURCE_READ ? "pread" : "auto";
+}
+
+struct page_source *file_source_open(struct img_dir *d, const struct img_mm *mms, size_t nr,
+				     const struct page_source_choice *choice, struct img_err *err)
 {
 	struct file_source *fs = calloc(1, sizeof(*fs));
 
@@ -123,6 +164,8 @@ struct page_source *file_source_open(struct img_dir *d, const struct img_mm *mms
 		return NULL;
 	}
 	fs->base.ops = &file_ops;
+	fs->base.choice = *choice;
+	fs->base.copies = choice->kind != PAGE_SOURCE_MAP;
 	for (size_t i = 0; i < nr; i++) {
 		fs->tasks[i].pid = mms[i].pid;
 		fs->tasks[i].mm = &mms[i];

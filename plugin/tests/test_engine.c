@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The whole engine in this process, table-driven: a memory page source, a
+ * userfaultfd on the test's own mapping, lr_engine_run() in a thread.  Each
+ * row lets the prefetch worker claim a chunk and holds it inside the source's
+ * read (outside the copy gate, as a slow read would), then does one thing to
+ * the claimed pages -- touch, fork, mremap, MADV_DONTNEED, munmap -- lets the
+ * worker go, waits until everything is resident and checks every byte: image
+ * data where the mapping kept its pages, zero where they were dropped.  Every
+ * row runs with the source copying into buffers and with it mapping.
+ * Needs a userfaultfd (root, or vm.unprivileged_userfaultfd=1); skipped without.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lib/uffd-compat.h"
+#include "plugin/engine/engine.h"
+#include "plugin/log/log.h"
+#include "plugin/source/source.h"
+
+#define PG	    4096UL
+#define AREA	    (8UL << 20) /* four prefetch chunks */
+#define CHUNK	    (2UL << 20)
+#define TRAP_WAIT_S 20
+
+/* ---- a page source over a buffer, whose first read by a prefetch worker waits for the test ---- */
+
+struct mem_source {
+	struct page_source base;
+	uint64_t vaddr; /* dump-time address of data[0] */
+	uint8_t *data;
+	pthread_t fault_thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool armed, hit, released;
+	uint64_t hit_vaddr; /* where the held read was */
+};
+
+static uint64_t pattern(uint64_t vaddr)
+{
+	return vaddr * 0x9E3779B97F4A7C15ULL ^ 0x5bd1e995;
+}
+
+/*
+ * A worker's first read: note where, and wait until the test lets it go.  The
+ * fault thread's reads wait until a worker holds its claim (no event can be
+ * pending before: the test acts only after), so that it cannot take it all.
+ */
+static void maybe_hold(struct mem_source *m, uint64_t vaddr)
+{
+	pthread_mutex_lock(&m->lock);
+	if (pthread_equal(pthread_self(), m->fault_thread)) {
+		while (m->armed)
+			pthread_cond_wait(&m->cond, &m->lock);
+		pthread_mutex_unlock(&m->lock);
+		return;
+	}
+	if (m->armed) {
+		m->armed = false;
+		m->hit = true;
+		m->hit_vaddr = vaddr;
+		pthread_cond_broadcast(&m->cond);
+		while (!m->released)
+			pthread_cond_wait(&m->cond, &m->lock);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static int mem_check(struct mem_source *m, uint32_t pid, uint64_t vaddr, uint64_t nr, char *err, size_t errlen)
+{
+	if (pid != 1 || vaddr < m->vaddr || vaddr + nr * PG > m->vaddr + AREA) {
+		snprintf(err, errlen, "no data for pid %u at 0x%llx", pid, (unsigned long long)vaddr);
+		return -1;
+	}
+	return 0;
+}
+
+static int mem_get(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_t nr, const void **data, char *err,
+		   size_t errlen)
+{
+	struct mem_source *m = (struct mem_source *)s;
+
+	if (mem_check(m, pid, vaddr, nr, err, errlen))
+		return -1;
+	maybe_hold(m, vaddr);
+	*data = m->data + (vaddr - m->vaddr);
+	return 0;
+}
+
+static int mem_read(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_t nr, void *buf, char *err,
+		    size_t errlen)
+{
+	struct mem_source *m = (struct mem_source *)s;
+
+	if (mem_check(m, pid, vaddr, nr, err, errlen))
+		return -1;
+	maybe_hold(m, vaddr);
+	memcpy(buf, m->data + (vaddr - m->vaddr), nr * PG);
+	return 0;
+}
+
+static void mem_destroy(struct page_source *s)
+{
+	(void)s;
+}
+
+static const struct page_source_ops mem_ops = {.get = mem_get, .read = mem_read, .destroy = mem_destroy};
+
+/* ---- the table ---- */
+
+enum action { NOTHING, TOUCH, FORK, MREMAP, DONTNEED, MUNMAP };
+
+struct row {
+	const char *name;
+	enum action act;
+	uint64_t off, len; /* the part of the held claim acted on */
+	/*
+	 * The fault thread prefetches too: it copies the rest and may take the
+	 * held claim back (steal) before or after the action; either is right.
+	 */
+	bool own;
+};
+
+static const struct row rows[] = {
+    {"nothing", NOTHING, 0, 0, false},
+    {"touch a claimed page", TOUCH, 5 * PG, PG, false},
+    {"fork", FORK, 0, 0, false},
+    {"mremap claimed pages away", MREMAP, 0, 512 << 10, false},
+    {"mremap the claim's tail away", MREMAP, 1 << 20, 1 << 20, false},
+    {"DONTNEED claimed pages", DONTNEED, 64 << 10, 128 << 10, false},
+    {"DONTNEED the whole claim", DONTNEED, 0, CHUNK, false},
+    {"munmap claimed pages", MUNMAP, 64 << 10, 128 << 10, false},
+    {"nothing, fault thread prefetching", NOTHING, 0, 0, true},
+    {"fork, fault thread prefetching", FORK, 0, 0, true},
+    {"DONTNEED, fault thread prefetching", DONTNEED, 64 << 10, 128 << 10, true},
+    {"mremap, fault thread prefetching", MREMAP, 0, 512 << 10, true},
+};
+
+struct run {
+	struct lr_engine *e;
+	int ret;
+};
+
+static void *run_engine(void *arg)
+{
+	struct run *r = arg;
+	r->ret = lr_engine_run(r->e);
+	return NULL;
+}
+
+static int new_uffd(void)
+{
+	struct uffdio_api api = {.api = UFFD_API,
+				 .features = UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP |
+					     UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP};
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, UFFDIO_API, &api)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* 0 if every word of [p, p+len) is pattern(dump-time address) or, with zero, 0. */
+static uint64_t bad_word(const uint8_t *p, uint64_t len, uint64_t dump_addr, bool zero)
+{
+	for (uint64_t o = 0; o < len; o += sizeof(uint64_t)) {
+		uint64_t want = zero ? 0 : pattern(dump_addr + o);
+		if (*(const volatile uint64_t *)(p + o) != want)
+			return dump_addr + o;
+	}
+	return 0;
+}
+
+static void wait_hit(struct mem_source *m)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += TRAP_WAIT_S;
+	pthread_mutex_lock(&m->lock);
+	while (!m->hit)
+		if (pthread_cond_timedwait(&m->cond, &m->lock, &until) == ETIMEDOUT)
+			break;
+	bool hit = m->hit;
+	pthread_mutex_unlock(&m->lock);
+	assert_true(hit);
+}
+
+static void release(struct mem_source *m)
+{
+	pthread_mutex_lock(&m->lock);
+	m->released = true;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void run_row(const struct row *row, bool copies)
+{
+	struct mem_source m = {.base = {.ops = &mem_ops, .copies = copies}};
+	struct run r = {0};
+	pthread_t th;
+	int over[2];
+
+	print_message("  row: %s, source %s\n", row->name, copies ? "copies" : "maps");
+	int uffd = new_uffd();
+	if (uffd < 0) {
+		print_message("no userfaultfd here (%s): skipped\n", strerror(errno));
+		skip();
+	}
+	uint8_t *area = mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(area != MAP_FAILED);
+	madvise(area, AREA, MADV_NOHUGEPAGE);
+	struct uffdio_register reg = {.range = {.start = (uintptr_t)area, .len = AREA},
+				      .mode = UFFDIO_REGISTER_MODE_MISSING};
+	assert_int_equal(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+
+	m.vaddr = (uintptr_t)area;
+	m.data = malloc(AREA);
+	assert_non_null(m.data);
+	for (uint64_t o = 0; o < AREA; o += sizeof(uint64_t))
+		*(uint64_t *)(m.data + o) = pattern(m.vaddr + o);
+	m.armed = true;
+	pthread_mutex_init(&m.lock, NULL);
+	pthread_cond_init(&m.cond, NULL);
+	snprintf(m.base.choice.why, sizeof(m.base.choice.why), "test");
+	m.base.choice.kind = copies ? PAGE_SOURCE_READ : PAGE_SOURCE_MAP;
+	m.base.choice.step = 256 << 10;
+
+	struct img_vma vma = {.start = m.vaddr,
+			      .end = m.vaddr + AREA,
+			      .prot = PROT_READ | PROT_WRITE,
+			      .flags = MAP_PRIVATE | MAP_ANONYMOUS,
+			      .status = 1};
+	struct img_pme pme = {.vaddr = m.vaddr, .nr_pages = AREA / PG, .flags = IMG_PE_LAZY | IMG_PE_PRESENT};
+	struct img_mm mm = {.pid = 1, .nr_vmas = 1, .vmas = &vma, .nr_pmes = 1, .pmes = &pme, .pages_bytes = AREA};
+
+	struct lr_engine_opts o = {.workers = 1, .faults_only = !row->own};
+	r.e = lr_engine_create(&m.base, &o);
+	assert_non_null(r.e);
+	/* the restore is "over" (the fault thread prefetches too) only when the test says so */
+	assert_int_equal(pipe2(over, O_CLOEXEC), 0);
+	assert_int_equal(lr_engine_watch_restore(r.e, over[0]), 0);
+	assert_int_equal(lr_engine_add_task(r.e, 1, 0, uffd, &mm), 0);
+	assert_int_equal(pthread_create(&th, NULL, run_engine, &r), 0);
+	m.fault_thread = th;
+	lr_engine_restore_finished(r.e);
+	wait_hit(&m);
+
+	/* the worker holds a claim of CHUNK bytes from m.hit_vaddr */
+	uint8_t *claim = area + (m.hit_vaddr - m.vaddr);
+	uint8_t *moved = NULL;
+	pid_t child = -1;
+	switch (row->act) {
+	case NOTHING:
+		break;
+	case TOUCH:
+		assert_int_equal(bad_word(claim + row->off, row->len, m.hit_vaddr + row->off, false), 0);
+		break;
+	case FORK:
+		child = fork();
+		assert_true(child >= 0);
+		if (!child) /* the engine in the parent serves the child's uffd */
+			_exit(bad_word(area, AREA, m.vaddr, false) ? 1 : 0);
+		break;
+	case MREMAP:
+		moved = mmap(NULL, row->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		assert_true(moved != MAP_FAILED);
+		assert_true(mremap(claim + row->off, row->len, row->len, MREMAP_MAYMOVE | MREMAP_FIXED, moved) ==
+			    moved);
+		break;
+	case DONTNEED:
+		assert_int_equal(madvise(claim + row->off, row->len, MADV_DONTNEED), 0);
+		break;
+	case MUNMAP:
+		assert_int_equal(munmap(claim + row->off, row->len), 0);
+		break;
+	}
+	release(&m);
+	assert_int_equal(write(over[1], "x", 1), 1);
+	if (child > 0) {
+		int st;
+		assert_int_equal(waitpid(child, &st, 0), child);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(r.ret, 0);
+	lr_engine_destroy(r.e); /* closes uffd: what is still missing reads zero from here on */
+	close(over[1]);
+
+	/* every byte: data where the pages stayed, zero where they were dropped */
+	uint64_t hole_s = m.hit_vaddr + row->off, hole_e = hole_s + row->len;
+	if (row->act != DONTNEED && row->act != MREMAP && row->act != MUNMAP)
+		hole_s = hole_e = 0;
+	for (uint64_t a = m.vaddr; a < m.vaddr + AREA; a += PG) {
+		bool in_hole = a >= hole_s && a < hole_e;
+		if (in_hole && row->act != DONTNEED)
+			continue; /* not mapped there any more */
+		uint64_t bad = bad_word(area + (a - m.vaddr), PG, a, in_hole);
+		if (bad)
+			print_message("wrong word at 0x%llx (%s)\n", (unsigned long long)bad,
+				      in_hole ? "want zero" : "want data");
+		assert_int_equal(bad, 0);
+	}
+	if (moved) /* the moved pages keep their dump-time data */
+		assert_int_equal(bad_word(moved, row->len, hole_s, false), 0);
+	if (moved)
+		munmap(moved, row->len);
+	munmap(area, AREA);
+	free(m.data);
+	pthread_mutex_destroy(&m.lock);
+	pthread_cond_destroy(&m.cond);
+}
+
+static void test_rows_copying(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		run_row(&rows[i], true);
+}
+
+static void test_rows_mapping(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		run_row(&rows[i], false);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_rows_copying),
+	    cmocka_unit_test(test_rows_mapping),
+	};
+	lr_log_set_level(LR_LOG_WARN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
