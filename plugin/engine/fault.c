@@ -198,7 +198,7 @@ static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *m
 	ssize_t n;
 	int ret = 0;
 
-	lr_gate_read_lock(&t->gate);
+	lr_prefetch_gate_read_lock(e, t);
 	do
 		n = read(t->uffd, buf, space * sizeof(*buf));
 	while (n < 0 && errno == EINTR);

@@ -53,7 +53,7 @@ void lr_gate_copy_exit(struct lr_gate *g)
 		futex_wake(&g->copiers, 1);
 }
 
-void lr_gate_read_lock(struct lr_gate *g)
+void lr_gate_read_lock_stalled(struct lr_gate *g, void (*stalled)(void *), void *arg)
 {
 	long long until = 0;
 	int n;
@@ -62,11 +62,22 @@ void lr_gate_read_lock(struct lr_gate *g)
 	while ((n = __atomic_load_n(&g->copiers, __ATOMIC_SEQ_CST)) != 0) {
 		if (!until)
 			until = now_ns() + READER_SPIN_NS;
-		if (now_ns() < until)
+		if (now_ns() < until) {
 			__builtin_ia32_pause();
-		else
-			futex_wait(&g->copiers, n);
+			continue;
+		}
+		if (stalled) {
+			stalled(arg);
+			stalled = NULL;
+			continue;
+		}
+		futex_wait(&g->copiers, n);
 	}
+}
+
+void lr_gate_read_lock(struct lr_gate *g)
+{
+	lr_gate_read_lock_stalled(g, NULL, NULL);
 }
 
 void lr_gate_read_unlock(struct lr_gate *g)

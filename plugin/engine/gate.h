@@ -25,6 +25,8 @@ struct lr_gate {
 void lr_gate_copy_enter(struct lr_gate *g);
 void lr_gate_copy_exit(struct lr_gate *g);
 void lr_gate_read_lock(struct lr_gate *g);
+/* The same; stalled(arg) is called once if the copiers outlast the reader's spin. */
+void lr_gate_read_lock_stalled(struct lr_gate *g, void (*stalled)(void *), void *arg);
 void lr_gate_read_unlock(struct lr_gate *g);
 
 /* A copier inside: does the fault thread wait for it?  (Then it leaves and enters again.) */

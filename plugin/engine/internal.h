@@ -121,6 +121,8 @@ struct lr_engine {
 		struct lr_engine *e;
 		unsigned slot; /* its claims[] entry */
 		pthread_t th;
+		struct lr_task *in_gate; /* atomic: the task whose gate it is in, or NULL */
+		bool boosted;		 /* atomic: the fault thread took it out of SCHED_IDLE */
 	} workers[MAX_WORKERS];
 	unsigned nr_workers;
 	struct lr_stats stats;
@@ -185,5 +187,7 @@ int lr_prefetch_start(struct lr_engine *e);
 /* Fault thread, between faults: one step of its own claim; false if there was nothing to do. */
 bool lr_prefetch_own_step(struct lr_engine *e);
 void lr_prefetch_stop(struct lr_engine *e);
+/* Fault thread: read t's uffd inside its gate, raising a worker that holds it up. */
+void lr_prefetch_gate_read_lock(struct lr_engine *e, struct lr_task *t);
 
 #endif

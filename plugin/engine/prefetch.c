@@ -35,6 +35,68 @@ static bool claim(struct lr_engine *e, struct lr_claim *c)
 	return got;
 }
 
+static void sched_idle(pthread_t th, bool on)
+{
+	struct sched_param sp = {.sched_priority = 0};
+	int er = pthread_setschedparam(th, on ? SCHED_IDLE : SCHED_OTHER, &sp);
+
+	if (er)
+		pr_debug("prefetch worker can't %s SCHED_IDLE: %s", on ? "enter" : "leave", strerror(er));
+}
+
+/*
+ * A worker inside a task's gate holds up the fault thread's read of that uffd.
+ * Preempted there in SCHED_IDLE, it would wait until a core has nothing else
+ * to run (a busy program and the fault thread keep both busy): an inversion
+ * seen as millisecond fault waits.  So when the fault thread's spin at the
+ * gate runs out, it makes the worker inside an ordinary thread, and the worker
+ * goes back to idle time when it leaves the gate.
+ */
+static void gate_enter(struct lr_worker *w, struct lr_task *t)
+{
+	__atomic_store_n(&w->in_gate, t, __ATOMIC_SEQ_CST);
+	lr_gate_copy_enter(&t->gate);
+}
+
+static void gate_exit(struct lr_worker *w, struct lr_task *t)
+{
+	struct lr_engine *e = w->e;
+
+	lr_gate_copy_exit(&t->gate);
+	__atomic_store_n(&w->in_gate, NULL, __ATOMIC_SEQ_CST);
+	if (!__atomic_exchange_n(&w->boosted, false, __ATOMIC_SEQ_CST) || lr_stage(e) >= STAGE_STOPPING)
+		return;
+	sched_idle(pthread_self(), true);
+	if (lr_stage(e) >= STAGE_STOPPING) /* lr_prefetch_stop() may have raised us just before */
+		sched_idle(pthread_self(), false);
+}
+
+struct gate_stall {
+	struct lr_engine *e;
+	struct lr_task *t;
+};
+
+static void raise_gate_holders(void *arg)
+{
+	struct gate_stall *gs = arg;
+
+	for (unsigned i = 0; i < MAX_WORKERS; i++) {
+		struct lr_worker *w = &gs->e->workers[i];
+		if (__atomic_load_n(&w->in_gate, __ATOMIC_SEQ_CST) != gs->t)
+			continue;
+		/* raised first, flagged after: a worker that misses the flag stays ordinary a while */
+		sched_idle(w->th, false);
+		__atomic_store_n(&w->boosted, true, __ATOMIC_SEQ_CST);
+	}
+}
+
+void lr_prefetch_gate_read_lock(struct lr_engine *e, struct lr_task *t)
+{
+	struct gate_stall gs = {e, t};
+
+	lr_gate_read_lock_stalled(&t->gate, raise_gate_holders, &gs);
+}
+
 /*
  * One step of a claim: its data from the source (read into the copier's buffer
  * outside the gate, or the source's mapping), then UFFDIO_COPYs of at most
@@ -46,9 +108,10 @@ static bool claim(struct lr_engine *e, struct lr_claim *c)
  * side, so a worker reads it inside the gate; done is read outside the gate
  * only to find pages still in flight.
  */
-static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
+static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker *w)
 {
 	struct lr_task *t = c->t;
+	bool gated = w != NULL; /* the fault thread's own claim copies ungated */
 	uint64_t len = c->end - c->start, off = c->done;
 	uint64_t faults = __atomic_load_n(&e->fault_seq, __ATOMIC_RELAXED);
 	const uint8_t *data;
@@ -76,7 +139,7 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 		data = (const uint8_t *)c->data + off;
 	}
 	if (gated)
-		lr_gate_copy_enter(&t->gate);
+		gate_enter(w, t);
 	for (uint64_t sub = 0; sub < step && r == INSTALL_OK && !stopped;) {
 		uint64_t l = step - sub < PREFETCH_STEP_MIN ? step - sub : PREFETCH_STEP_MIN, done = 0, installed = 0;
 		if (sub && gated && lr_gate_reader_waits(&t->gate)) {
@@ -94,7 +157,7 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
 		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
 	}
 	if (gated)
-		lr_gate_copy_exit(&t->gate);
+		gate_exit(w, t);
 	if (r == INSTALL_GONE) {
 		pthread_mutex_lock(&e->lock);
 		lr_task_gone(e, t);
@@ -116,14 +179,6 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, bool gated)
  * stock criu's one thread does.  A starved worker's claim is taken back by the
  * fault thread (steal()), and at the end they leave SCHED_IDLE to be joined.
  */
-static void sched_idle(pthread_t th, bool on)
-{
-	struct sched_param sp = {.sched_priority = 0};
-	int er = pthread_setschedparam(th, on ? SCHED_IDLE : SCHED_OTHER, &sp);
-
-	if (er)
-		pr_debug("prefetch worker can't %s SCHED_IDLE: %s", on ? "enter" : "leave", strerror(er));
-}
 
 static void *worker(void *arg)
 {
@@ -148,7 +203,7 @@ static void *worker(void *arg)
 			break;
 		if (!claim(e, c))
 			continue;
-		while (claim_step(e, c, true))
+		while (claim_step(e, c, w))
 			;
 		pthread_mutex_lock(&e->lock);
 		lr_claim_release(e, c);
@@ -203,7 +258,7 @@ bool lr_prefetch_own_step(struct lr_engine *e)
 		return false;
 	if (!c->t && !claim(e, c) && !steal(e, c))
 		return false;
-	if (!claim_step(e, c, false)) {
+	if (!claim_step(e, c, NULL)) {
 		pthread_mutex_lock(&e->lock);
 		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
