@@ -55,11 +55,14 @@ at_exit() { _BOUND_CLEANUP=$1; }
 _bound_secs() { echo $(($1 * ${BOUND_SCALE:-1})); }
 
 # _bound_poll SECONDS CMD...: 0 as soon as CMD succeeds, 1 after SECONDS.
+# (microseconds from EPOCHREALTIME: $SECONDS counts whole seconds, so a bound
+# taken from it could end up to a second early)
+_bound_now_us() { local t=${EPOCHREALTIME/./}; echo $((10#$t)); }
 _bound_poll() {
-	local end=$((SECONDS + $1)) n=0
+	local end=$(($(_bound_now_us) + $1 * 1000000)) n=0
 	shift
 	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
+		[ "$(_bound_now_us)" -ge $end ] && return 1
 		# quick steps are seen ending quickly, long ones cost little
 		if [ $((n += 1)) -le 10 ]; then sleep 0.02; else sleep 0.1; fi
 	done
