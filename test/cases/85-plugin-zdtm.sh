@@ -10,8 +10,10 @@
 
 logs=$BUILD/test-work/plugin-zdtm
 rm -rf "$logs" && mkdir -p "$logs"
-"$TOP/zdtm/run" --lazy --lazy-daemon plugin --lazy-ci -p 2 --keep-going --timeout 120 \
-	--log-dir "$logs/plugin" >"$logs/plugin.out" 2>&1
+# One test at a time (see 70-zdtm-lazy); each has its own 120 s, the whole run 420 s.
+run_bounded -o "$logs/plugin.out" 420 "zdtm/run --lazy-daemon plugin" "$logs/plugin.out" \
+	"$TOP/zdtm/run" --lazy --lazy-daemon plugin --lazy-ci -p 1 --keep-going --timeout 120 \
+	--log-dir "$logs/plugin"
 tail -n1 "$logs/plugin.out" | sed 's/^/    /'
 [ -f "$logs/plugin/results.tsv" ] || { fail plugin-zdtm "no results: $(tail -n2 "$logs/plugin.out")"; finish; }
 while IFS=$'\t' read -r st test why; do
