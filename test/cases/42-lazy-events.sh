@@ -15,13 +15,5 @@ at_exit lazy_cleanup
 pid=$(start_lazy_prog "$d" -M events) || { fail lazy-events "lazy-events did not start"; finish; }
 criu_dump "$pid" "$d/img" || { fail lazy-events-dump "$(first_err "$d/img/dump.log")"; finish; }
 both_daemons lazy-events "$d/img" "$d" collect_results
-stats=$d/img/stats-lazy-events-ours.json
-for ev in forks remaps removes unmaps; do
-	n=$(sed -n "s/.*\"$ev\": \([0-9]*\).*/\1/p" "$stats")
-	if [ "${n:-0}" -gt 0 ]; then
-		pass "lazy-events-ours-saw-$ev"
-	else
-		fail "lazy-events-ours-saw-$ev" "stats say ${n:-nothing} (no such event reached our daemon)"
-	fi
-done
+expect_events lazy-events-ours "$d/img/stats-lazy-events-ours.json"
 finish

@@ -27,16 +27,10 @@ kill_engine_after_restore() {
 
 # after_kill NAME IMG DIR: results OK, daemon exit 0, log shows the restart.
 after_kill() {
-	local name=$1 img=$2 d=$3 log=$2/lazy-pages-$1.log line
+	local name=$1 img=$2 d=$3
 	collect_results "$name" "$d"
 	daemon_ok "$name" "$img"
-	line=$(grep -m1 'resumed .* tasks' "$log")
-	if grep -q 'killed by signal 9; restart 1' "$log" && [ -n "$line" ]; then
-		pass "$name-resumed"
-		echo "    $name: ${line#*) }"
-	else
-		fail "$name-resumed" "no restart in $log: $(first_err "$log")"
-	fi
+	expect_resumed "$name" "$img/lazy-pages-$name.log"
 }
 
 # For comparison only (no verdict): the same kill of stock criu lazy-pages.

@@ -83,27 +83,3 @@ plugin_setup() {
 	criu_dump "$pid" "$img" "$@" || { fail "$name-dump" "$(first_err "$img/dump.log")"; finish; }
 }
 
-# expect_events NAME STATS: the daemon's stats must count each kind of uffd event.
-expect_events() {
-	local name=$1 stats=$2 ev n
-	for ev in forks remaps removes unmaps; do
-		n=$(sed -n "s/.*\"$ev\": \([0-9]*\).*/\1/p" "$stats")
-		if [ "${n:-0}" -gt 0 ]; then
-			pass "$name-saw-$ev"
-		else
-			fail "$name-saw-$ev" "stats say ${n:-nothing} (no such event reached the daemon)"
-		fi
-	done
-}
-
-# expect_resumed NAME LOG: the supervisor restarted the killed engine, which resumed.
-expect_resumed() {
-	local name=$1 log=$2 line
-	line=$(grep -m1 'resumed .* tasks' "$log")
-	if grep -q 'killed by signal 9; restart 1' "$log" && [ -n "$line" ]; then
-		pass "$name-resumed"
-		echo "    $name: ${line#*) }"
-	else
-		fail "$name-resumed" "no restart in $log: $(first_err "$log")"
-	fi
-}
