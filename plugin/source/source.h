@@ -16,6 +16,31 @@
 #include "images/image.h"
 
 struct page_source;
+struct page_source_req;
+
+/*
+ * Called once per request, on the source's own thread, with r->status set:
+ * it must not block (every completion behind it waits) and may submit again.
+ */
+typedef void (*page_source_done_fn)(struct page_source_req *r);
+
+/*
+ * One asynchronous fetch (a network source): the caller fills the first
+ * block, keeps r and r->buf untouched until done(r) runs, and may have many
+ * in flight; they complete in any order.
+ */
+struct page_source_req {
+	uint32_t pid;	   /* whose images hold the pages */
+	uint64_t vaddr;	   /* dump-time address, page-aligned */
+	uint64_t nr_pages; /* >= 1 */
+	void *buf;	   /* nr_pages * IMG_PAGE_SIZE bytes */
+	bool urgent;	   /* a fault: sent ahead of every background request */
+	page_source_done_fn done;
+	void *arg; /* the caller's */
+	/* at done: 0 and buf holds the pages, or -1 and err names peer, task, page and why */
+	int status;
+	char err[256];
+};
 
 struct page_source_ops {
 	/*
@@ -28,6 +53,14 @@ struct page_source_ops {
 	/* The same pages copied into buf (nr_pages * IMG_PAGE_SIZE bytes); thread-safe. */
 	int (*read)(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_t nr_pages, void *buf, char *err,
 		    size_t errlen);
+	/*
+	 * Asynchronous sources only (NULL otherwise): queue r, never blocking on
+	 * I/O; 0, or -1 with err when r cannot even be queued (then done is not
+	 * called).  read() stays available on such a source (submit and wait).
+	 */
+	int (*submit)(struct page_source *s, struct page_source_req *r, char *err, size_t errlen);
+	/* Optional: background requests should go on near (pid, vaddr), the latest fault. */
+	void (*hint)(struct page_source *s, uint32_t pid, uint64_t vaddr);
 	void (*destroy)(struct page_source *s);
 };
 
@@ -54,6 +87,11 @@ static inline int page_source_fetch(struct page_source *s, uint32_t pid, uint64_
 		return s->ops->read(s, pid, vaddr, nr_pages, buf, err, errlen);
 	}
 	return s->ops->get(s, pid, vaddr, nr_pages, data, err, errlen);
+}
+
+static inline bool page_source_async(const struct page_source *s)
+{
+	return s->ops->submit != NULL;
 }
 
 static inline void page_source_destroy(struct page_source *s)
