@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * `lazyrestore lazy-pages`: a drop-in for `criu lazy-pages` serving a restore
- * from local images.  Accepts zdtm's command line (criu-internals §6).
+ * from local images.  Accepts the command line zdtm.py gives it (see
+ * the "lazy-pages" action in restore() of CRIU's test/zdtm.py).
  */
 #include <errno.h>
 #include <getopt.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The lazy-pages.socket protocol of criu restore (criu-internals §1.3):
+ * The lazy-pages.socket protocol of criu restore (CRIU's criu/uffd.c,
+ * send_uffd() and LAZY_PAGES_RESTORE_FINISHED):
  * per task [int32 vpid][1 byte + SCM_RIGHTS uffd], zombies as [-vpid], then
  * the uint32 0x52535446 end marker.  Nothing flows back.
  */

@@ -6,7 +6,7 @@
 # exactly its dumped bytes (every word checked).  Twice: 1 GiB with random
 # touches, and the events program (fork, mremap, munmap, DONTNEED) whose
 # events land around the kill.  (Stock criu lazy-pages has no answer to
-# this: its unserved pages then read as zero, see kernel-notes.)
+# this: its unserved pages then read as zero.)
 . "$(dirname "$0")/../lib/lazy.sh"
 
 # kill_engine_after_restore NAME IMG: restore, then SIGKILL the engine child.
