@@ -13,7 +13,8 @@ exec 9>"$build/.criu.lock"
 flock 9
 
 series=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$patches/series")
-want=$( (sha256sum "$tarball" | cut -d' ' -f1; for p in $series; do sha256sum "$patches/$p"; done) | sha256sum | cut -d' ' -f1)
+# Names and contents, not paths: a checkout moved or cloned elsewhere reuses its built tree.
+want=$( (sha256sum <"$tarball" | cut -d" " -f1; for p in $series; do echo "$p $(sha256sum <"$patches/$p" | cut -d" " -f1)"; done) | sha256sum | cut -d" " -f1)
 if [ -f "$src/.built" ] && [ "$(cat "$src/.built")" = "$want" ] && [ -x "$src/criu/criu" ]; then
 	exit 0
 fi
