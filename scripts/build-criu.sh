@@ -15,7 +15,15 @@ flock 9
 series=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$patches/series")
 # Names and contents, not paths: a checkout moved or cloned elsewhere reuses its built tree.
 want=$( (sha256sum <"$tarball" | cut -d" " -f1; for p in $series; do echo "$p $(sha256sum <"$patches/$p" | cut -d" " -f1)"; done) | sha256sum | cut -d" " -f1)
+# build/criu/ points into this tree: made anew every time, so a copied build dir points at its own tree.
+link_bins() {
+	mkdir -p "$bin"
+	ln -sfn "$src/criu/criu" "$bin/criu"
+	printf '#!/bin/sh\nPYTHONPATH=%s/lib:%s/crit exec /usr/bin/python3 -m crit "$@"\n' "$src" "$src" >"$bin/crit"
+	chmod +x "$bin/crit"
+}
 if [ -f "$src/.built" ] && [ "$(cat "$src/.built")" = "$want" ] && [ -x "$src/criu/criu" ]; then
+	link_bins
 	exit 0
 fi
 
@@ -35,8 +43,5 @@ if ! { make -C "$src" -j"$jobs" criu lib crit && make -C "$src/test/zdtm" -j"$jo
 	echo "build-criu: CRIU build failed, see $log" >&2
 	exit 1
 fi
-mkdir -p "$bin"
-ln -sfn "$src/criu/criu" "$bin/criu"
-printf '#!/bin/sh\nPYTHONPATH=%s/lib:%s/crit exec /usr/bin/python3 -m crit "$@"\n' "$src" "$src" >"$bin/crit"
-chmod +x "$bin/crit"
+link_bins
 echo "$want" >"$src/.built"
