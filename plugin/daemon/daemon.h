@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "plugin/source/source.h"
+#include "plugin/transport/io.h"
+#include "plugin/transport/wire.h"
 
 struct lr_daemon_opts {
 	const char *images_dir, *work_dir, *log_file, *stats_file;
@@ -16,6 +18,12 @@ struct lr_daemon_opts {
 	enum page_source_kind page_source; /* AUTO: probe this host */
 	bool progress;
 	bool no_supervisor; /* run the engine in this process (no restart on a crash) */
+	/* --page-server: pages from address:port, not from the images dir's pages files */
+	bool page_server;
+	const char *address;
+	int port;
+	enum ps_wire wire;
+	struct lr_tls_opts tls;
 };
 
 int lr_daemon_run(const struct lr_daemon_opts *o);

@@ -59,6 +59,25 @@ static const char usage_text[] =
     "      --no-supervisor    run the engine in this process; by default a small\n"
     "                         supervisor process keeps a dup of every uffd and a journal\n"
     "                         of uffd events, and restarts the engine if it is killed\n"
+    "      --page-server      the lazy pages come from a page server (CRIU's protocol), not\n"
+    "                         from the images dir, which must hold the dump's other image\n"
+    "                         files (pagemap-*.img says which pages are lazy): `lazyrestore\n"
+    "                         page-server` from the dump's images, or `criu dump\n"
+    "                         --lazy-pages` keeping the tree frozen.  Faults are asked ahead\n"
+    "                         of the background stream; a second connection carries them when\n"
+    "                         the server takes one (ours does), and a lost connection is made\n"
+    "                         again with backoff for 30 s while the tree waits.  A server of\n"
+    "                         one connection (criu's) that is lost stops the tree with one\n"
+    "                         line naming the peer, task and page\n"
+    "      --address HOST     the page server's address (default 127.0.0.1)\n"
+    "      --port PORT        the page server's port (required with --page-server)\n"
+    "      --wire 4.1|4.2     the page-server header: CRIU 4.1's 24 bytes (default) or the\n"
+    "                         32-byte one with a 64-bit page count; never guessed\n"
+    "      --tls              TLS, as criu's: X.509 both ways, the server's certificate\n"
+    "                         checked against the CA and against HOST\n"
+    "      --tls-cacert FILE, --tls-cacrl FILE, --tls-cert FILE, --tls-key FILE\n"
+    "                         as criu's (default: criu's files under /etc/pki)\n"
+    "      --tls-no-cn-verify do not check the server's certificate against HOST\n"
     "      --no-default-config  accepted for criu compatibility; there is no config file\n"
     "  -h, --help             this text\n"
     "\n"
@@ -73,7 +92,12 @@ enum {
 	OPT_WORKERS,
 	OPT_PREFETCH_STEP,
 	OPT_PAGE_SOURCE,
-	OPT_NO_SUPERVISOR
+	OPT_NO_SUPERVISOR,
+	OPT_PAGE_SERVER,
+	OPT_ADDRESS,
+	OPT_PORT,
+	OPT_WIRE,
+	OPT_TLS, /* LR_TLS_NR_OPTS ids from here */
 };
 
 static const struct option long_opts[] = {
@@ -89,6 +113,11 @@ static const struct option long_opts[] = {
     {"page-source", required_argument, NULL, OPT_PAGE_SOURCE},
     {"no-default-config", no_argument, NULL, OPT_NO_DEFAULT_CONFIG},
     {"no-supervisor", no_argument, NULL, OPT_NO_SUPERVISOR},
+    {"page-server", no_argument, NULL, OPT_PAGE_SERVER},
+    {"address", required_argument, NULL, OPT_ADDRESS},
+    {"port", required_argument, NULL, OPT_PORT},
+    {"wire", required_argument, NULL, OPT_WIRE},
+    LR_TLS_LONGOPTS(OPT_TLS),
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -117,8 +146,14 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 	o->status_fd = -1;
 	o->level = LR_LOG_WARN;
 	o->workers = 1;
+	o->address = "127.0.0.1";
+	o->port = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "D:W:o:v::h", long_opts, NULL)) != -1) {
+		if (c >= OPT_TLS && c < OPT_TLS + LR_TLS_NR_OPTS) {
+			lr_tls_opt(&o->tls, c - OPT_TLS, optarg);
+			continue;
+		}
 		switch (c) {
 		case 'D':
 			o->images_dir = optarg;
@@ -181,6 +216,23 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 		case OPT_NO_SUPERVISOR:
 			o->no_supervisor = true;
 			break;
+		case OPT_PAGE_SERVER:
+			o->page_server = true;
+			break;
+		case OPT_ADDRESS:
+			o->address = optarg;
+			break;
+		case OPT_PORT:
+			if (parse_uint("--port", optarg, 65535, &v))
+				return -1;
+			o->port = (int)v;
+			break;
+		case OPT_WIRE:
+			if (ps_wire_parse(optarg, &o->wire)) {
+				fprintf(stderr, "lazyrestore lazy-pages: --wire: '%s' is not 4.1 or 4.2\n", optarg);
+				return -1;
+			}
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(0);
@@ -191,6 +243,14 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "lazyrestore lazy-pages: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (o->page_server && o->port < 0) {
+		fprintf(stderr, "lazyrestore lazy-pages: --page-server needs --port\n");
+		return -1;
+	}
+	if (!o->page_server && (o->port >= 0 || o->tls.on)) {
+		fprintf(stderr, "lazyrestore lazy-pages: --port and --tls go with --page-server\n");
 		return -1;
 	}
 	return 0;

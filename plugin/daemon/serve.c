@@ -20,6 +20,7 @@
 #include "plugin/engine/engine.h"
 #include "plugin/handoff/handoff.h"
 #include "plugin/log/log.h"
+#include "plugin/source/net.h"
 #include "plugin/source/source.h"
 #include "plugin/supervisor/supervisor.h"
 
@@ -128,6 +129,38 @@ static int status_ready(int fd)
 	return 0;
 }
 
+/*
+ * The engine's page source: the images' pages files, or a page server.  The
+ * client's thread must live in the engine's process, so this runs there.
+ */
+static struct page_source *open_source(struct dump *d, const struct lr_daemon_opts *o)
+{
+	struct page_source *src;
+
+	if (o->page_server) {
+		struct psc_opts po = {.host = o->address,
+				      .port = o->port,
+				      .wire = o->wire,
+				      .urgent_auto = true,
+				      .reconnect = true,
+				      .tls = &o->tls};
+		char err[512];
+
+		src = net_source_open(&po, err, sizeof(err));
+		if (!src)
+			pr_err("page server: %s", err);
+		else
+			pr_info("page source: %s", src->choice.why);
+		return src;
+	}
+	struct img_err err;
+
+	src = file_source_open(d->img.dir, d->img.mms, d->img.nr_alive, &d->choice, &err);
+	if (!src)
+		pr_err("%s", err.msg);
+	return src;
+}
+
 static int new_task(void *arg, unsigned idx, int uffd, uint32_t vpid, pid_t real_pid, int parent, uint64_t fork_pos)
 {
 	struct lr_sv_task t = {uffd, vpid, real_pid, parent, fork_pos};
@@ -137,8 +170,7 @@ static int new_task(void *arg, unsigned idx, int uffd, uint32_t vpid, pid_t real
 /* Serve one restore's hand-off and memory in this process. */
 static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opts *o, struct lr_sv *sv)
 {
-	struct img_err err;
-	struct page_source *src = file_source_open(d->img.dir, d->img.mms, d->img.nr_alive, &d->choice, &err);
+	struct page_source *src = open_source(d, o);
 	struct session s = {.d = d, .cfd = cfd, .peer = peer};
 	struct lr_engine_opts eo = {.workers = o->workers, .prefetch_step = o->prefetch_step, .progress = o->progress};
 	pthread_t th;
@@ -149,10 +181,8 @@ static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opt
 		eo.arg = sv;
 		eo.journal = &sv->j;
 	}
-	if (!src) {
-		pr_err("%s", err.msg);
+	if (!src)
 		return -1;
-	}
 	s.e = lr_engine_create(src, &eo);
 	if (!s.e || watch_restore(s.e, peer) || pthread_create(&th, NULL, handoff_thread, &s)) {
 		pr_err("can't start serving the restore");
@@ -174,8 +204,7 @@ out:
 /* A new engine after the previous one was killed: everything from the images and the journal. */
 static int resume(struct dump *d, const struct lr_daemon_opts *o, struct lr_sv *sv)
 {
-	struct img_err err;
-	struct page_source *src = file_source_open(d->img.dir, d->img.mms, d->img.nr_alive, &d->choice, &err);
+	struct page_source *src = open_source(d, o);
 	struct lr_engine_opts eo = {.workers = o->workers,
 				    .prefetch_step = o->prefetch_step,
 				    .progress = o->progress,
@@ -186,10 +215,8 @@ static int resume(struct dump *d, const struct lr_daemon_opts *o, struct lr_sv *
 	struct lr_engine *e = NULL;
 	int ret = -1;
 
-	if (!src) {
-		pr_err("%s", err.msg);
+	if (!src)
 		return -1;
-	}
 	for (unsigned i = 0; i < sv->nr_tasks; i++) {
 		const struct lr_sv_task *t = &sv->tasks[i];
 		rt[i] = (struct lr_resume_task){t->uffd,   t->vpid,	t->real_pid,
@@ -271,8 +298,10 @@ int lr_daemon_run(const struct lr_daemon_opts *o)
 	if (dump_load(&d, images))
 		goto out;
 	/* before readiness: the restore must not wait for it */
-	file_source_probe(d.img.dir, d.img.mms, d.img.nr_alive, o->page_source, &d.choice);
-	pr_info("page source: %s", d.choice.why);
+	if (!o->page_server) {
+		file_source_probe(d.img.dir, d.img.mms, d.img.nr_alive, o->page_source, &d.choice);
+		pr_info("page source: %s", d.choice.why);
+	}
 	lfd = lr_handoff_listen();
 	if (lfd < 0)
 		goto out;

@@ -104,7 +104,7 @@ int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int u
 		close(uffd);
 		goto out;
 	}
-	if (lr_ranges_build(&t->pending, mm, err, sizeof(err))) {
+	if (lr_ranges_build_for(&t->pending, mm, page_source_async(e->src), err, sizeof(err))) {
 		pr_err("%s", err);
 		lr_task_gone(e, t); /* its uffd is closed with the engine */
 		goto out;

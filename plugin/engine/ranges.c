@@ -212,12 +212,17 @@ static int add_clipped(struct lr_ranges *r, const struct img_mm *mm, const struc
 
 int lr_ranges_build(struct lr_ranges *r, const struct img_mm *mm, char *err, size_t errlen)
 {
+	return lr_ranges_build_for(r, mm, false, err, errlen);
+}
+
+int lr_ranges_build_for(struct lr_ranges *r, const struct img_mm *mm, bool remote, char *err, size_t errlen)
+{
 	for (size_t i = 0; i < mm->nr_pmes; i++) {
 		const struct img_pme *pe = &mm->pmes[i];
 
 		if (!(pe->flags & IMG_PE_LAZY))
 			continue;
-		if (!(pe->flags & IMG_PE_PRESENT)) {
+		if (!remote && !(pe->flags & IMG_PE_PRESENT)) {
 			/* dump --lazy-pages: the data is on the dump side, not in pages-*.img */
 			snprintf(err, errlen, "pagemap-%u.img: lazy entry at 0x%llx has no data in the local image",
 				 mm->pid, (unsigned long long)pe->vaddr);

@@ -9,6 +9,7 @@
 #ifndef LAZYRESTORE_RANGES_H
 #define LAZYRESTORE_RANGES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,11 @@ void lr_ranges_free(struct lr_ranges *r);
 
 /* Build from a task's images: every PE_LAZY page, cut at VMA edges. */
 int lr_ranges_build(struct lr_ranges *r, const struct img_mm *mm, char *err, size_t errlen);
+/*
+ * The same; remote: the pages come from a page server, so a lazy entry
+ * without data in the local pages file (criu dump --lazy-pages) is served too.
+ */
+int lr_ranges_build_for(struct lr_ranges *r, const struct img_mm *mm, bool remote, char *err, size_t errlen);
 
 /* Insert [start,end) with dump-time address img; must not overlap. */
 int lr_ranges_add(struct lr_ranges *r, uint64_t start, uint64_t end, uint64_t img);

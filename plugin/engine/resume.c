@@ -76,7 +76,8 @@ int lr_engine_resume(struct lr_engine *e, const struct lr_resume_task *rt, size_
 			goto unlock;
 		if (rt[i].parent >= 0)
 			continue;
-		if (!rt[i].mm || lr_ranges_build(&tasks[i]->pending, rt[i].mm, err, sizeof(err))) {
+		if (!rt[i].mm ||
+		    lr_ranges_build_for(&tasks[i]->pending, rt[i].mm, page_source_async(e->src), err, sizeof(err))) {
 			pr_err("resume of task %u: %s", rt[i].vpid, rt[i].mm ? err : "no images");
 			goto unlock;
 		}

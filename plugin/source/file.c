@@ -150,7 +150,7 @@ static const struct page_source_ops file_ops = {
 
 const char *page_source_kind_name(enum page_source_kind k)
 {
-	return k == PAGE_SOURCE_MAP ? "mmap" : k == PAGE_SOURCE_READ ? "pread" : "auto";
+	return k == PAGE_SOURCE_MAP ? "mmap" : k == PAGE_SOURCE_READ ? "pread" : k == PAGE_SOURCE_NET ? "net" : "auto";
 }
 
 struct page_source *file_source_open(struct img_dir *d, const struct img_mm *mms, size_t nr,

@@ -65,7 +65,7 @@ struct page_source_ops {
 };
 
 /* How pages leave a source, as chosen at run time (file_source_probe). */
-enum page_source_kind { PAGE_SOURCE_AUTO, PAGE_SOURCE_MAP, PAGE_SOURCE_READ };
+enum page_source_kind { PAGE_SOURCE_AUTO, PAGE_SOURCE_MAP, PAGE_SOURCE_READ, PAGE_SOURCE_NET };
 
 struct page_source_choice {
 	enum page_source_kind kind; /* MAP or READ once chosen */

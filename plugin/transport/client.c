@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "plugin/log/log.h"
 #include "plugin/transport/answer.h"
 #include "plugin/transport/client.h"
 
@@ -65,6 +66,7 @@ struct psc {
 	struct lr_tls_creds *creds;
 	struct conn conn[NR_CONNS];
 	unsigned nr_conns;
+	bool probed; /* urgent_auto: the second connection was tried */
 	pthread_t thread;
 	int wake;
 	pthread_mutex_t lock;
@@ -268,7 +270,7 @@ static void conn_lost(struct psc *c, struct conn *k, const char *why)
 	k->down_since_ms = now_ms();
 	k->backoff_ms = BACKOFF_MIN_MS;
 	k->retry_at_ms = k->down_since_ms + k->backoff_ms;
-	fprintf(stderr, "lazyrestore: page-server client: %s; reconnecting\n", why);
+	pr_warn("page-server client: %s; reconnecting", why);
 }
 
 static void try_reconnect(struct psc *c, struct conn *k)
@@ -289,6 +291,32 @@ static void try_reconnect(struct psc *c, struct conn *k)
 	}
 	k->backoff_ms = k->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : k->backoff_ms * 2;
 	k->retry_at_ms = t + k->backoff_ms;
+}
+
+/*
+ * urgent_auto, after the first answer: a second connection for urgent
+ * requests, or, refused, the knowledge that the server takes one only.
+ */
+static void probe_second(struct psc *c)
+{
+	char err[ERR_LEN];
+	uint64_t answers;
+
+	pthread_mutex_lock(&c->lock);
+	answers = c->st.answers;
+	pthread_mutex_unlock(&c->lock);
+	if (c->probed || !answers)
+		return;
+	c->probed = true;
+	if (conn_up(c, &c->conn[URGENT], err, sizeof(err)) == 0) {
+		c->nr_conns = 2;
+		pr_info("page-server client: peer %s: a second connection for urgent requests", c->peer);
+		return;
+	}
+	c->o.reconnect = false;
+	pr_info("page-server client: %s: the server takes one connection (criu dump --lazy-pages?): "
+		"urgent requests go first on it, and a lost connection can't be made again",
+		err);
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -452,6 +480,8 @@ static void *io_thread(void *arg)
 		for (unsigned i = 0; i < c->nr_conns; i++)
 			if (c->conn[i].io.sk < 0)
 				try_reconnect(c, &c->conn[i]);
+		if (c->o.urgent_auto && !c->probed && c->conn[BULK].io.sk >= 0)
+			probe_second(c);
 		fill_all(c);
 		p[n] = (struct pollfd){.fd = c->wake, .events = POLLIN};
 		which[n++] = NULL;
@@ -524,7 +554,7 @@ struct psc *psc_open(const struct psc_opts *o, char *err, size_t errlen)
 	if (!c->o.retry_ms)
 		c->o.retry_ms = 30000;
 	snprintf(c->peer, sizeof(c->peer), "%.80s:%d", o->host, o->port);
-	c->nr_conns = o->urgent_channel ? 2 : 1;
+	c->nr_conns = o->urgent_channel && !o->urgent_auto ? 2 : 1;
 	for (unsigned i = 0; i < NR_CONNS; i++)
 		c->conn[i].io = (struct lr_io){.sk = -1};
 	pthread_mutex_init(&c->lock, NULL);

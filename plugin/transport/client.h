@@ -38,7 +38,14 @@ struct psc_opts {
 	const char *host; /* name or address */
 	int port;
 	enum ps_wire wire;
-	bool urgent_channel;	       /* a second connection for urgent requests */
+	bool urgent_channel; /* a second connection for urgent requests */
+	/*
+	 * Instead of urgent_channel: try the second connection once the first
+	 * answer is in (the server has accepted the first by then).  Refused: a
+	 * server of one connection (criu dump --lazy-pages closes its listening
+	 * socket after accept), so one connection and no reconnect.
+	 */
+	bool urgent_auto;
 	bool reconnect;		       /* survive a lost connection (the server must accept again) */
 	unsigned window_pages;	       /* background pages in flight (0: 4096, i.e. 16 MiB) */
 	unsigned stall_ms;	       /* 0: 10000 */
