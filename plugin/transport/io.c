@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Plain and TLS byte streams for page-server connections (see io.h). */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,11 +233,44 @@ int lr_io_uncork(struct lr_io *io, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * After our close_notify: read until the peer's close_notify and EOF (1 s at
+ * most).  Closed with them unread, the socket would send a reset, which a
+ * criu peer (tls_terminate_session() with GNUTLS_SHUT_RDWR, then read()
+ * expecting EOF, in criu/page-xfer.c) takes for a failed session.
+ */
+static void drain_peer(int sk)
+{
+	char buf[512];
+
+	shutdown(sk, SHUT_WR);
+	for (int i = 0; i < 64; i++) {
+		struct pollfd p = {.fd = sk, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&p, 1, 1000) <= 0)
+			return;
+		n = recv(sk, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return;
+	}
+}
+
 void lr_io_close(struct lr_io *io, bool bye)
 {
 	if (io->tls) {
-		if (bye)
-			gnutls_bye(io->tls, GNUTLS_SHUT_WR);
+		if (bye) {
+			int r, tries = 0;
+
+			/* the socket may be non-blocking: a full send buffer is waited for a little */
+			while ((r = gnutls_bye(io->tls, GNUTLS_SHUT_WR)) == GNUTLS_E_AGAIN ||
+			       r == GNUTLS_E_INTERRUPTED) {
+				if (++tries > 20)
+					break;
+				poll(&(struct pollfd){.fd = io->sk, .events = POLLOUT}, 1, 50);
+			}
+			drain_peer(io->sk);
+		}
 		gnutls_deinit(io->tls);
 		io->tls = NULL;
 	}

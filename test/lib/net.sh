@@ -156,3 +156,86 @@ def main():
 main()
 PY
 }
+
+# lazy_dump DIR MIB [CRIU-DUMP-ARGS...]: a memhog of MIB MiB started in DIR and dumped to
+# DIR/img by `criu dump --lazy-pages` on a free loopback port, which keeps the tree frozen
+# and serves its lazy pages in the background; sets $pid (the memhog), $P (the port) and
+# $dpid (the dump).  1 if it does not listen within 20 s.
+lazy_dump() {
+	local d=$1 mb=$2 n=100
+	shift 2
+	pid=$(start_memhog "$d" -m "$mb" -t 1) || return 1
+	P=$(free_port)
+	mkdir -p "$d/img"
+	bounded_start "criu dump --lazy-pages of $pid" "$d/img/dump.log" \
+		"$CRIU" dump -t "$pid" -D "$d/img" --lazy-pages --address 127.0.0.1 --port "$P" -o dump.log -v4 "$@"
+	dpid=$BOUNDED_PID
+	until ss -Hltn "sport = :$P" | grep -q LISTEN; do
+		n=$((n - 1))
+		[ $n -gt 0 ] && kill -0 "$dpid" 2>/dev/null || return 1
+		sleep 0.2
+	done
+}
+
+# lazy_dump_ok DIR: the lazy dump of DIR ended well (every page asked for and sent)
+lazy_dump_ok() {
+	bounded_wait 60 "$dpid" && grep -q "Lazy pages transfer finished successfully" "$1/img/dump.log"
+}
+
+# ns_restore NAME DIR PID LAZY-PAGES-COMMAND...: in a pid namespace of its own (the frozen
+# dumped tree keeps its pids until every page is served), the lazy-pages daemon (started
+# with --status-fd 3 added, in DIR/img) and `criu restore --lazy-pages -d` of DIR/img; then
+# the restored memhog PID checks every word.  Prints the memhog's result line ("OK N" or
+# "BAD ..."), or "restore failed", then "lazy-pages exit N".  With NS_AFTER_RESTORE=CMD,
+# CMD (a shell line) runs in the namespace between the restore and the check.
+ns_restore() {
+	local name=$1 d=$2 pid=$3 s
+	shift 3
+	s=$d/inns-$name.sh
+	{
+		echo '#!/bin/bash'
+		printf 'cd %q || exit 1\n' "$d/img"
+		printf 'rm -f st.%s && mkfifo st.%s\n' "$name" "$name"
+		printf '%q ' "$@"
+		printf -- '--status-fd 3 3>st.%s &\n' "$name"
+		echo 'lp=$!'
+		printf 'head -c1 st.%s >/dev/null\n' "$name"
+		printf '%q restore -D %q --lazy-pages -d -o restore-%s.log -v4 || { echo "restore failed"; kill -9 $lp; exit 1; }\n' \
+			"$CRIU" "$d/img" "$name"
+		echo "${NS_AFTER_RESTORE:-:}"
+		printf 'rm -f %q; kill -USR1 %s\n' "$d/result.$pid" "$pid"
+		printf 'for i in $(seq 600); do [ -e %q ] || ! kill -0 %s 2>/dev/null && break; sleep 0.1; done\n' \
+			"$d/result.$pid" "$pid"
+		printf 'cat %q 2>/dev/null || echo "no result: the memhog is %s"\n' "$d/result.$pid" \
+			'$(kill -0 '"$pid"' 2>/dev/null && echo alive || echo gone)'
+		echo 'wait $lp; echo "lazy-pages exit $?"'
+	} >"$s"
+	chmod +x "$s"
+	run_bounded -o "$d/inns-$name.out" 150 "a restore in a pid namespace ($name)" "$d/img/restore-$name.log" \
+		unshare -pf --mount-proc "$s"
+	cat "$d/inns-$name.out"
+}
+
+# scribble_lazy SRC DST: DST becomes a copy of the dump SRC whose lazy pages are
+# overwritten with 0x5a bytes in its pages files: a restore from DST is right only if
+# every lazy page came from elsewhere (a page server of SRC).
+scribble_lazy() {
+	rm -rf "$2" && cp -a "$1" "$2" || return 1
+	local pm
+	for pm in "$2"/pagemap-*.img; do
+		"$BUILD/criu/crit" decode -i "$pm" | /usr/bin/python3 -c '
+import json, sys
+entries = json.load(sys.stdin)["entries"]
+off = 0
+with open(sys.argv[1] + "/pages-%d.img" % entries[0]["pages_id"], "r+b") as f:
+    for e in entries[1:]:
+        fl = e.get("flags", 4)
+        n = e["nr_pages"] * 4096
+        if fl & 4:
+            if fl & 2:
+                f.seek(off)
+                f.write(b"\x5a" * n)
+            off += n
+' "$2" || return 1
+	done
+}
