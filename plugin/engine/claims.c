@@ -136,7 +136,7 @@ int lr_claims_reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64
 		if (lr_ranges_add(&t->pending, rest, c->end, c->img + c->done))
 			return -1;
 	}
-	return 0;
+	return lr_remote_reclaim(e, t, s, end);
 }
 
 int lr_fork_ranges(struct lr_engine *e, struct lr_task *t, struct lr_task *c)
@@ -150,6 +150,8 @@ int lr_fork_ranges(struct lr_engine *e, struct lr_task *t, struct lr_task *c)
 		    lr_ranges_add(&c->pending, cl->start + cl->done, cl->end, cl->img + cl->done))
 			return -1;
 	}
+	if (lr_remote_fork(e, t, c))
+		return -1;
 	c->window = t->window;
 	e->stats.forks++;
 	pthread_cond_broadcast(&e->work);

@@ -35,6 +35,10 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 		e->o.prefetch_step = PREFETCH_STEP_MIN;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->work, NULL);
+	if (page_source_async(src) && lr_remote_create(e)) {
+		free(e);
+		return NULL;
+	}
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = WAKE_TAG};
@@ -73,6 +77,7 @@ void lr_engine_destroy(struct lr_engine *e)
 	if (!e)
 		return;
 	lr_prefetch_stop(e);
+	lr_remote_detach(e);
 	for (size_t i = 0; i < e->nr_tasks; i++) {
 		struct lr_task *t = e->tasks[i];
 		if (t->uffd >= 0)
@@ -170,7 +175,7 @@ const struct lr_stats *lr_engine_stats(const struct lr_engine *e)
 /* Lock held: restore finished and nothing left pending or in a copier's hands (taken back is not). */
 static bool all_done(struct lr_engine *e)
 {
-	if (lr_stage(e) < STAGE_FINISHED || lr_pending_work(e))
+	if (lr_stage(e) < STAGE_FINISHED || lr_pending_work(e) || lr_remote_busy(e))
 		return false;
 	for (unsigned i = 0; i < NR_CLAIMS; i++)
 		if (e->claims[i].t && !e->claims[i].cancelled)
@@ -280,7 +285,7 @@ int lr_engine_run(struct lr_engine *e)
 			leave_fifo();
 			fifo = false;
 		}
-		busy = over && lr_prefetch_own_step(e);
+		busy = over && (e->remote ? lr_remote_pump(e) : lr_prefetch_own_step(e));
 	}
 out:
 	pthread_mutex_lock(&e->lock);

@@ -71,7 +71,7 @@ int lr_apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd_msg
 	return apply_event(e, t, m, 0, child);
 }
 
-static void adapt_window(struct lr_task *t, uint64_t addr)
+void lr_adapt_window(struct lr_task *t, uint64_t addr)
 {
 	if (!t->next_fault) /* first fault: start with the initial window */
 		return;
@@ -90,7 +90,7 @@ static int locate(struct lr_engine *e, struct lr_task *t, uint64_t addr, uint64_
 
 	if (i >= 0) {
 		struct lr_range r = t->pending.v[i];
-		adapt_window(t, addr);
+		lr_adapt_window(t, addr);
 		uint64_t end = addr + (uint64_t)t->window * PAGE;
 		if (end > r.end)
 			end = r.end;
@@ -113,7 +113,7 @@ static int locate(struct lr_engine *e, struct lr_task *t, uint64_t addr, uint64_
 	return 0;
 }
 
-static void account_fault(struct lr_engine *e, uint64_t installed, double t0)
+void lr_account_fault(struct lr_engine *e, uint64_t installed, double t0)
 {
 	double now = lr_now();
 
@@ -138,6 +138,8 @@ static int serve_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, do
 	int where, ret;
 
 	addr &= ~(PAGE - 1);
+	if (e->remote) /* an asynchronous source: remote.c */
+		return lr_remote_fault(e, t, addr, t0);
 	pthread_mutex_lock(&e->lock);
 	if (t->gone) {
 		pthread_mutex_unlock(&e->lock);
@@ -167,7 +169,7 @@ static int serve_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, do
 			lr_wake(t, addr, PAGE);
 	}
 	if (ret == INSTALL_OK)
-		account_fault(e, installed, t0);
+		lr_account_fault(e, installed, t0);
 	return ret;
 }
 

@@ -126,6 +126,7 @@ struct lr_engine {
 	} workers[MAX_WORKERS];
 	unsigned nr_workers;
 	struct lr_stats stats;
+	struct lr_remote *remote; /* an asynchronous source's requests (remote.c), else NULL */
 };
 
 /* uffd operations (uffdops.c) */
@@ -181,6 +182,26 @@ void lr_engine_restore_over(struct lr_engine *e);
 int lr_drain_uffd(struct lr_engine *e, struct lr_task *t);
 /* Lock held: apply one event message (the FORK child comes from child). */
 int lr_apply_event(struct lr_engine *e, struct lr_task *t, const struct uffd_msg *m, struct lr_task *child);
+
+/* Fault thread, lock held: the fault-around window of t for a fault at addr. */
+void lr_adapt_window(struct lr_task *t, uint64_t addr);
+/* A fault served: counts, first-fault time, latency since t0. */
+void lr_account_fault(struct lr_engine *e, uint64_t installed, double t0);
+
+/*
+ * remote.c: the engine over an asynchronous source (page_source_async).
+ * create/detach: the engine's life; fault: serve_fault()'s work (a request,
+ * or a wait for one in flight, or a zero page); pump: the background window;
+ * reclaim/fork: as lr_claims_reclaim() and lr_fork_ranges() for claims;
+ * busy: requests in flight.  No-ops without an asynchronous source.
+ */
+int lr_remote_create(struct lr_engine *e);
+void lr_remote_detach(struct lr_engine *e);
+int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, double t0);
+bool lr_remote_pump(struct lr_engine *e);
+int lr_remote_reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t end);
+int lr_remote_fork(struct lr_engine *e, struct lr_task *t, struct lr_task *child);
+bool lr_remote_busy(struct lr_engine *e);
 
 /* prefetch.c */
 int lr_prefetch_start(struct lr_engine *e);

@@ -121,6 +121,114 @@ static void mem_destroy(struct page_source *s)
 
 static const struct page_source_ops mem_ops = {.get = mem_get, .read = mem_read, .destroy = mem_destroy};
 
+/* ---- the same bytes asynchronously: completions on a thread of the source's, the first background one held ---- */
+
+#define ASYNC_MAX 4096
+
+struct async_source {
+	struct mem_source m; /* first: the engine sees its base */
+	pthread_t th;
+	struct page_source_req *q[ASYNC_MAX]; /* submitted, not completed: a ring */
+	unsigned head, tail;
+	struct page_source_req *held;
+	bool stop;
+	uint64_t watch;	     /* dump-time page whose requests are counted */
+	unsigned watch_hits; /* requests that covered it */
+};
+
+static int async_submit(struct page_source *s, struct page_source_req *r, char *err, size_t errlen)
+{
+	struct async_source *a = (struct async_source *)s;
+
+	if (mem_check(&a->m, r->pid, r->vaddr, r->nr_pages, err, errlen))
+		return -1;
+	pthread_mutex_lock(&a->m.lock);
+	if (a->tail - a->head == ASYNC_MAX) {
+		pthread_mutex_unlock(&a->m.lock);
+		snprintf(err, errlen, "test source: queue full");
+		return -1;
+	}
+	if (a->watch >= r->vaddr && a->watch < r->vaddr + r->nr_pages * PG)
+		a->watch_hits++;
+	a->q[a->tail++ % ASYNC_MAX] = r;
+	pthread_cond_broadcast(&a->m.cond);
+	pthread_mutex_unlock(&a->m.lock);
+	return 0;
+}
+
+static void async_complete(struct async_source *a, struct page_source_req *r, int status)
+{
+	r->status = status;
+	if (status)
+		snprintf(r->err, sizeof(r->err), "test source stopped");
+	else
+		memcpy(r->buf, a->m.data + (r->vaddr - a->m.vaddr), r->nr_pages * PG);
+	r->done(r);
+}
+
+static void *async_thread(void *arg)
+{
+	struct async_source *a = arg;
+
+	pthread_mutex_lock(&a->m.lock);
+	for (;;) {
+		if (a->held && a->m.released) {
+			struct page_source_req *r = a->held;
+			a->held = NULL;
+			pthread_mutex_unlock(&a->m.lock);
+			async_complete(a, r, 0);
+			pthread_mutex_lock(&a->m.lock);
+			continue;
+		}
+		if (a->head == a->tail) {
+			if (a->stop)
+				break;
+			pthread_cond_wait(&a->m.cond, &a->m.lock);
+			continue;
+		}
+		struct page_source_req *r = a->q[a->head++ % ASYNC_MAX];
+		if (a->m.armed && !r->urgent) { /* the first background request waits for the test */
+			a->m.armed = false;
+			a->m.hit = true;
+			a->m.hit_vaddr = r->vaddr;
+			a->held = r;
+			pthread_cond_broadcast(&a->m.cond);
+			continue;
+		}
+		pthread_mutex_unlock(&a->m.lock);
+		async_complete(a, r, 0);
+		pthread_mutex_lock(&a->m.lock);
+	}
+	pthread_mutex_unlock(&a->m.lock);
+	return NULL;
+}
+
+static int async_read(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_t nr, void *buf, char *err,
+		      size_t errlen)
+{
+	(void)s;
+	(void)buf;
+	snprintf(err, errlen,
+		 "test: the engine read pid %u 0x%llx (%llu pages) synchronously from an asynchronous source", pid,
+		 (unsigned long long)vaddr, (unsigned long long)nr);
+	return -1;
+}
+
+static const struct page_source_ops async_ops = {.read = async_read, .submit = async_submit, .destroy = mem_destroy};
+
+/* After the engine is destroyed: what is left completes with an error, the thread ends. */
+static void async_stop(struct async_source *a)
+{
+	pthread_mutex_lock(&a->m.lock);
+	a->stop = true;
+	a->m.released = true;
+	pthread_cond_broadcast(&a->m.cond);
+	pthread_mutex_unlock(&a->m.lock);
+	assert_int_equal(pthread_join(a->th, NULL), 0);
+	for (; a->head != a->tail; a->head++)
+		async_complete(a, a->q[a->head % ASYNC_MAX], -1);
+}
+
 /* ---- the table ---- */
 
 enum action { NOTHING, TOUCH, FORK, MREMAP, DONTNEED, MUNMAP };
@@ -213,14 +321,35 @@ static void release(struct mem_source *m)
 	pthread_mutex_unlock(&m->lock);
 }
 
-static void run_row(const struct row *row, bool copies)
+/* A thread touching pages of a request in flight: it must wait for the request, then see its data. */
+struct touch {
+	uint8_t *p;
+	uint64_t len, dump_addr, bad;
+	bool finished; /* atomic */
+};
+
+static void *toucher(void *arg)
 {
-	struct mem_source m = {.base = {.ops = &mem_ops, .copies = copies}};
+	struct touch *tc = arg;
+
+	tc->bad = bad_word(tc->p, tc->len, tc->dump_addr, false);
+	__atomic_store_n(&tc->finished, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+enum how { COPIES, MAPS, ASYNC };
+
+static void run_row(const struct row *row, enum how how)
+{
+	bool copies = how != MAPS;
+	struct async_source as = {.m = {.base = {.ops = how == ASYNC ? &async_ops : &mem_ops, .copies = copies}}};
+	struct mem_source *m = &as.m;
 	struct run r = {0};
-	pthread_t th;
+	pthread_t th, touch_th;
+	struct touch tc = {0};
 	int over[2];
 
-	print_message("  row: %s, source %s\n", row->name, copies ? "copies" : "maps");
+	print_message("  row: %s, source %s\n", row->name, how == ASYNC ? "asynchronous" : copies ? "copies" : "maps");
 	int uffd = new_uffd();
 	if (uffd < 0) {
 		print_message("no userfaultfd here (%s): skipped\n", strerror(errno));
@@ -233,53 +362,69 @@ static void run_row(const struct row *row, bool copies)
 				      .mode = UFFDIO_REGISTER_MODE_MISSING};
 	assert_int_equal(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
 
-	m.vaddr = (uintptr_t)area;
-	m.data = malloc(AREA);
-	assert_non_null(m.data);
+	m->vaddr = (uintptr_t)area;
+	m->data = malloc(AREA);
+	assert_non_null(m->data);
 	for (uint64_t o = 0; o < AREA; o += sizeof(uint64_t))
-		*(uint64_t *)(m.data + o) = pattern(m.vaddr + o);
-	m.armed = true;
-	pthread_mutex_init(&m.lock, NULL);
-	pthread_cond_init(&m.cond, NULL);
-	snprintf(m.base.choice.why, sizeof(m.base.choice.why), "test");
-	m.base.choice.kind = copies ? PAGE_SOURCE_READ : PAGE_SOURCE_MAP;
-	m.base.choice.step = 256 << 10;
+		*(uint64_t *)(m->data + o) = pattern(m->vaddr + o);
+	m->armed = true;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	snprintf(m->base.choice.why, sizeof(m->base.choice.why), "test");
+	m->base.choice.kind = copies ? PAGE_SOURCE_READ : PAGE_SOURCE_MAP;
+	m->base.choice.step = 256 << 10;
+	if (how == ASYNC)
+		assert_int_equal(pthread_create(&as.th, NULL, async_thread, &as), 0);
 
-	struct img_vma vma = {.start = m.vaddr,
-			      .end = m.vaddr + AREA,
+	struct img_vma vma = {.start = m->vaddr,
+			      .end = m->vaddr + AREA,
 			      .prot = PROT_READ | PROT_WRITE,
 			      .flags = MAP_PRIVATE | MAP_ANONYMOUS,
 			      .status = 1};
-	struct img_pme pme = {.vaddr = m.vaddr, .nr_pages = AREA / PG, .flags = IMG_PE_LAZY | IMG_PE_PRESENT};
+	struct img_pme pme = {.vaddr = m->vaddr, .nr_pages = AREA / PG, .flags = IMG_PE_LAZY | IMG_PE_PRESENT};
 	struct img_mm mm = {.pid = 1, .nr_vmas = 1, .vmas = &vma, .nr_pmes = 1, .pmes = &pme, .pages_bytes = AREA};
 
 	struct lr_engine_opts o = {.workers = 1, .faults_only = !row->own};
-	r.e = lr_engine_create(&m.base, &o);
+	r.e = lr_engine_create(&m->base, &o);
 	assert_non_null(r.e);
 	/* the restore is "over" (the fault thread prefetches too) only when the test says so */
 	assert_int_equal(pipe2(over, O_CLOEXEC), 0);
 	assert_int_equal(lr_engine_watch_restore(r.e, over[0]), 0);
 	assert_int_equal(lr_engine_add_task(r.e, 1, 0, uffd, &mm), 0);
 	assert_int_equal(pthread_create(&th, NULL, run_engine, &r), 0);
-	m.fault_thread = th;
+	m->fault_thread = th;
 	lr_engine_restore_finished(r.e);
-	wait_hit(&m);
+	wait_hit(m);
 
-	/* the worker holds a claim of CHUNK bytes from m.hit_vaddr */
-	uint8_t *claim = area + (m.hit_vaddr - m.vaddr);
+	/* the worker holds a claim of CHUNK bytes from m->hit_vaddr */
+	uint8_t *claim = area + (m->hit_vaddr - m->vaddr);
 	uint8_t *moved = NULL;
 	pid_t child = -1;
 	switch (row->act) {
 	case NOTHING:
 		break;
 	case TOUCH:
-		assert_int_equal(bad_word(claim + row->off, row->len, m.hit_vaddr + row->off, false), 0);
+		if (how != ASYNC) {
+			assert_int_equal(bad_word(claim + row->off, row->len, m->hit_vaddr + row->off, false), 0);
+			break;
+		}
+		/* the page is in a request held in flight: the toucher waits for it, and no second request goes */
+		pthread_mutex_lock(&m->lock);
+		as.watch = m->hit_vaddr + row->off;
+		as.watch_hits = 0;
+		pthread_mutex_unlock(&m->lock);
+		tc.p = claim + row->off;
+		tc.len = row->len;
+		tc.dump_addr = m->hit_vaddr + row->off;
+		assert_int_equal(pthread_create(&touch_th, NULL, toucher, &tc), 0);
+		usleep(100 * 1000); /* it faults and waits: neither zero-filled nor served twice */
+		assert_false(__atomic_load_n(&tc.finished, __ATOMIC_ACQUIRE));
 		break;
 	case FORK:
 		child = fork();
 		assert_true(child >= 0);
 		if (!child) /* the engine in the parent serves the child's uffd */
-			_exit(bad_word(area, AREA, m.vaddr, false) ? 1 : 0);
+			_exit(bad_word(area, AREA, m->vaddr, false) ? 1 : 0);
 		break;
 	case MREMAP:
 		moved = mmap(NULL, row->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -294,7 +439,17 @@ static void run_row(const struct row *row, bool copies)
 		assert_int_equal(munmap(claim + row->off, row->len), 0);
 		break;
 	}
-	release(&m);
+	release(m);
+	if (how == ASYNC && row->act == TOUCH) {
+		assert_int_equal(pthread_join(touch_th, NULL), 0);
+		assert_int_equal(tc.bad, 0);
+		pthread_mutex_lock(&m->lock);
+		unsigned again = as.watch_hits;
+		pthread_mutex_unlock(&m->lock);
+		if (again)
+			print_message("the touched page in flight was asked for %u more time(s)\n", again);
+		assert_int_equal(again, 0);
+	}
 	assert_int_equal(write(over[1], "x", 1), 1);
 	if (child > 0) {
 		int st;
@@ -305,17 +460,19 @@ static void run_row(const struct row *row, bool copies)
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(r.ret, 0);
 	lr_engine_destroy(r.e); /* closes uffd: what is still missing reads zero from here on */
+	if (how == ASYNC)
+		async_stop(&as);
 	close(over[1]);
 
 	/* every byte: data where the pages stayed, zero where they were dropped */
-	uint64_t hole_s = m.hit_vaddr + row->off, hole_e = hole_s + row->len;
+	uint64_t hole_s = m->hit_vaddr + row->off, hole_e = hole_s + row->len;
 	if (row->act != DONTNEED && row->act != MREMAP && row->act != MUNMAP)
 		hole_s = hole_e = 0;
-	for (uint64_t a = m.vaddr; a < m.vaddr + AREA; a += PG) {
+	for (uint64_t a = m->vaddr; a < m->vaddr + AREA; a += PG) {
 		bool in_hole = a >= hole_s && a < hole_e;
 		if (in_hole && row->act != DONTNEED)
 			continue; /* not mapped there any more */
-		uint64_t bad = bad_word(area + (a - m.vaddr), PG, a, in_hole);
+		uint64_t bad = bad_word(area + (a - m->vaddr), PG, a, in_hole);
 		if (bad)
 			print_message("wrong word at 0x%llx (%s)\n", (unsigned long long)bad,
 				      in_hole ? "want zero" : "want data");
@@ -325,24 +482,37 @@ static void run_row(const struct row *row, bool copies)
 		assert_int_equal(bad_word(moved, row->len, hole_s, false), 0);
 	if (moved)
 		munmap(moved, row->len);
-	munmap(area, AREA);
-	free(m.data);
-	pthread_mutex_destroy(&m.lock);
-	pthread_cond_destroy(&m.cond);
+	if (row->act == MREMAP || row->act == MUNMAP) {
+		/* not the hole: something else (an allocator's chunk) may be mapped there by now */
+		munmap(area, hole_s - m->vaddr);
+		munmap(area + (hole_e - m->vaddr), AREA - (hole_e - m->vaddr));
+	} else {
+		munmap(area, AREA);
+	}
+	free(m->data);
+	pthread_mutex_destroy(&m->lock);
+	pthread_cond_destroy(&m->cond);
 }
 
 static void test_rows_copying(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		run_row(&rows[i], true);
+		run_row(&rows[i], COPIES);
 }
 
 static void test_rows_mapping(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		run_row(&rows[i], false);
+		run_row(&rows[i], MAPS);
+}
+
+static void test_rows_async(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		run_row(&rows[i], ASYNC);
 }
 
 int main(void)
@@ -350,6 +520,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rows_copying),
 	    cmocka_unit_test(test_rows_mapping),
+	    cmocka_unit_test(test_rows_async),
 	};
 	lr_log_set_level(LR_LOG_WARN);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The engine over an asynchronous page source (source.h's submit(): a page
+ * server).  A fault sends an urgent request and the fault thread goes back to
+ * its epoll, so one task's round trip holds up no other task; background
+ * requests keep a window in flight near the latest fault.  A completion runs
+ * on the source's thread and installs there, through the task's copy gate,
+ * with the rules of a prefetch claim (plugin/README.md, "Rules the engine
+ * keeps"): a request's range is out of pending while in flight; an event
+ * over it cancels it, inside the gate's read side, after putting what is not
+ * installed back into pending for the event to see; a fork gives the child
+ * what is in flight; a range leaves the books only once installed.  A fault
+ * on a page in flight sends nothing: the UFFDIO_COPY that lands wakes it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/engine/internal.h"
+#include "plugin/log/log.h"
+
+#define REQ_MAX	   (256UL << 10) /* bytes per background request */
+#define URGENT_MAX (64UL << 10)	 /* the faulting page's part of its fault-around window */
+#define WINDOW	   16U		 /* background requests in flight */
+#define POOL_MAX   64U		 /* REQ_MAX buffers kept for reuse */
+#define COPY_PIECE (64UL << 10)	 /* a fault thread waiting at the gate waits for one of these */
+
+struct lr_rreq {
+	struct page_source_req r; /* r.arg is this */
+	struct lr_remote *rm;
+	struct lr_task *t;
+	uint64_t start, end, img; /* run-time range and its dump-time address */
+	uint64_t done;		  /* bytes from start installed: its copier, inside the gate */
+	bool urgent;
+	bool cancelled;	 /* atomic store under e->lock, by the fault thread inside t's gate read side */
+	unsigned faults; /* fault messages waiting for it; under e->lock */
+	double t0;	 /* when the first of them was read */
+	struct lr_rreq *next, *prev;
+};
+
+struct lr_remote {
+	struct lr_engine *e;
+	/* held by a completion while it uses e; lr_remote_detach() takes it once the engine stops */
+	pthread_mutex_t alive;
+	bool detached;		  /* under alive */
+	unsigned outstanding;	  /* submitted, not completed: atomic */
+	struct lr_rreq *inflight; /* under e->lock, as the rest */
+	unsigned background;
+	void *pool[POOL_MAX];
+	unsigned nr_pool;
+};
+
+/* ---- requests: under e->lock ---------------------------------------------- */
+
+static void *buf_get(struct lr_remote *rm, uint64_t len)
+{
+	if (len <= REQ_MAX && rm->nr_pool)
+		return rm->pool[--rm->nr_pool];
+	return aligned_alloc(PAGE, len <= REQ_MAX ? REQ_MAX : len);
+}
+
+static void buf_put(struct lr_remote *rm, void *buf, uint64_t len)
+{
+	if (len <= REQ_MAX && rm->nr_pool < POOL_MAX)
+		rm->pool[rm->nr_pool++] = buf;
+	else
+		free(buf);
+}
+
+static void unlink_req(struct lr_remote *rm, struct lr_rreq *q)
+{
+	if (q->prev)
+		q->prev->next = q->next;
+	else
+		rm->inflight = q->next;
+	if (q->next)
+		q->next->prev = q->prev;
+	if (!q->urgent)
+		rm->background--;
+}
+
+static void on_done(struct page_source_req *r);
+
+/* [start, end) of t, out of pending already, asked for; -1 (the engine failed) if it can't be. */
+static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint64_t end, uint64_t img, bool urgent,
+		  double t0)
+{
+	struct lr_engine *e = rm->e;
+	struct lr_rreq *q = calloc(1, sizeof(*q));
+	char err[512], msg[700];
+
+	if (q)
+		q->r.buf = buf_get(rm, end - start);
+	if (!q || !q->r.buf) {
+		free(q);
+		lr_engine_fail_locked(e, "out of memory for page requests");
+		return -1;
+	}
+	*q = (struct lr_rreq){.r = {.pid = t->src_pid,
+				    .vaddr = img,
+				    .nr_pages = (end - start) / PAGE,
+				    .buf = q->r.buf,
+				    .urgent = urgent,
+				    .done = on_done,
+				    .arg = q},
+			      .rm = rm,
+			      .t = t,
+			      .start = start,
+			      .end = end,
+			      .img = img,
+			      .urgent = urgent,
+			      .faults = urgent,
+			      .t0 = t0,
+			      .next = rm->inflight};
+	if (rm->inflight)
+		rm->inflight->prev = q;
+	rm->inflight = q;
+	if (!urgent)
+		rm->background++;
+	__atomic_add_fetch(&rm->outstanding, 1, __ATOMIC_SEQ_CST);
+	if (e->src->ops->submit(e->src, &q->r, err, sizeof(err)) == 0)
+		return 0;
+	__atomic_sub_fetch(&rm->outstanding, 1, __ATOMIC_SEQ_CST);
+	unlink_req(rm, q);
+	buf_put(rm, q->r.buf, end - start);
+	free(q);
+	/* back into pending, so that nothing is taken for installed */
+	if (lr_ranges_add(&t->pending, start, end, img))
+		pr_err("task %u: the ranges can't take 0x%llx back", t->src_pid, (unsigned long long)start);
+	snprintf(msg, sizeof(msg), "task %u (pid %d): page 0x%llx: %s", t->src_pid, t->real_pid,
+		 (unsigned long long)start, err);
+	lr_engine_fail_locked(e, msg);
+	return -1;
+}
+
+/* [start, end) in background requests of at most REQ_MAX. */
+static int submit_background(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint64_t end, uint64_t img)
+{
+	for (uint64_t s = start; s < end; s += REQ_MAX) {
+		uint64_t e = end - s > REQ_MAX ? s + REQ_MAX : end;
+
+		if (submit(rm, t, s, e, img + (s - start), false, 0)) {
+			/* what was not submitted goes back (the engine has failed anyway) */
+			if (e < end)
+				lr_ranges_add(&t->pending, e, end, img + (e - start));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Lock held: background requests up to the window, near the latest fault (lr_claim_take). */
+static void pump_locked(struct lr_engine *e)
+{
+	struct lr_remote *rm = e->remote;
+	int st = lr_stage(e);
+
+	while (st >= STAGE_FINISHED && st < STAGE_STOPPING && rm->background < WINDOW) {
+		struct lr_claim c = {0};
+
+		if (!lr_claim_take(e, &c) || submit_background(rm, c.t, c.start, c.end, c.img))
+			break;
+		st = lr_stage(e);
+	}
+}
+
+bool lr_remote_pump(struct lr_engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	pump_locked(e);
+	pthread_mutex_unlock(&e->lock);
+	return false; /* the fault thread may sleep: completions pump from here on */
+}
+
+/* ---- completion: the source's thread -------------------------------------- */
+
+/* Inside t's gate, in pieces, leaving it between them when the fault thread waits. */
+static int install(struct lr_engine *e, struct lr_rreq *q, uint64_t *installed)
+{
+	struct lr_task *t = q->t;
+	uint64_t len = q->end - q->start, sub = 0;
+	int r = INSTALL_OK;
+
+	*installed = 0;
+	lr_gate_copy_enter(&t->gate);
+	while (sub < len && r == INSTALL_OK) {
+		uint64_t l = len - sub < COPY_PIECE ? len - sub : COPY_PIECE, done = 0, got = 0;
+
+		if (sub && lr_gate_reader_waits(&t->gate)) {
+			lr_gate_copy_exit(&t->gate);
+			lr_gate_copy_enter(&t->gate);
+		}
+		if (__atomic_load_n(&q->cancelled, __ATOMIC_ACQUIRE) || lr_stage(e) >= STAGE_STOPPING)
+			break;
+		r = lr_copy(e, t, q->start + sub, (const uint8_t *)q->r.buf + sub, l, &done, &got, NULL);
+		sub += done;
+		*installed += got;
+		__atomic_store_n(&q->done, sub, __ATOMIC_RELEASE);
+	}
+	lr_gate_copy_exit(&t->gate);
+	return r;
+}
+
+static void complete(struct lr_remote *rm, struct lr_rreq *q)
+{
+	struct lr_engine *e = rm->e;
+	struct lr_task *t = q->t;
+	uint64_t installed = 0, len = q->end - q->start;
+	int r = INSTALL_OK;
+	bool wake;
+	char msg[700];
+
+	if (q->r.status == 0 && lr_stage(e) < STAGE_STOPPING)
+		r = install(e, q, &installed);
+	pthread_mutex_lock(&e->lock);
+	unlink_req(rm, q);
+	bool cancelled = q->cancelled;
+	uint64_t done = q->done;
+	if (q->r.status && !cancelled && !t->gone) {
+		snprintf(msg, sizeof(msg), "task %u (pid %d): page 0x%llx: %s", t->src_pid, t->real_pid,
+			 (unsigned long long)q->start, q->r.err);
+		lr_engine_fail_locked(e, msg);
+	} else if (r == INSTALL_GONE) {
+		lr_task_gone(e, t);
+	} else if (!cancelled && !t->gone && done < len && r != INSTALL_FATAL &&
+		   lr_ranges_add(&t->pending, q->start + done, q->end, q->img + done)) {
+		lr_engine_fail_locked(e, "out of memory in the page requests");
+	}
+	/* a faulting thread whose page did not land faults again (and is served afresh) */
+	wake = q->faults && done < len && !t->gone;
+	if (!q->urgent)
+		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&e->lock);
+	for (unsigned i = 0; i < q->faults && done == len; i++)
+		lr_account_fault(e, i == 0 && q->urgent ? installed : 0, q->t0);
+	if (wake)
+		lr_wake(t, q->start + done, len - done);
+	pthread_mutex_lock(&e->lock);
+	buf_put(rm, q->r.buf, len);
+	pump_locked(e);
+	bool idle = !rm->inflight;
+	pthread_mutex_unlock(&e->lock);
+	if (idle || lr_stage(e) >= STAGE_STOPPING)
+		lr_engine_kick(e); /* the fault thread looks whether all is resident */
+}
+
+static void on_done(struct page_source_req *r)
+{
+	struct lr_rreq *q = r->arg;
+	struct lr_remote *rm = q->rm;
+	bool detached, last;
+
+	pthread_mutex_lock(&rm->alive);
+	detached = rm->detached;
+	if (!detached)
+		complete(rm, q);
+	else
+		free(q->r.buf);
+	free(q);
+	last = __atomic_sub_fetch(&rm->outstanding, 1, __ATOMIC_SEQ_CST) == 0;
+	pthread_mutex_unlock(&rm->alive);
+	if (detached && last) {
+		pthread_mutex_destroy(&rm->alive);
+		free(rm);
+	}
+}
+
+/* ---- the fault thread ----------------------------------------------------- */
+
+static struct lr_rreq *find_inflight(struct lr_remote *rm, struct lr_task *t, uint64_t addr)
+{
+	for (struct lr_rreq *q = rm->inflight; q; q = q->next)
+		if (q->t == t && !q->cancelled && addr >= q->start && addr < q->end)
+			return q;
+	return NULL;
+}
+
+int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, double t0)
+{
+	struct lr_remote *rm = e->remote;
+	int ret = INSTALL_OK;
+
+	pthread_mutex_lock(&e->lock);
+	if (t->gone) {
+		pthread_mutex_unlock(&e->lock);
+		return INSTALL_OK;
+	}
+	e->hint_task = t;
+	e->hint_addr = addr;
+	long i = lr_ranges_find(&t->pending, addr);
+	if (i >= 0) {
+		struct lr_range rg = t->pending.v[i];
+		lr_adapt_window(t, addr);
+		uint64_t end = addr + (uint64_t)t->window * PAGE, img = rg.img + (addr - rg.start);
+		if (end > rg.end)
+			end = rg.end;
+		uint64_t urgent_end = end - addr > URGENT_MAX ? addr + URGENT_MAX : end;
+		t->next_fault = end;
+		if (lr_ranges_drop(&t->pending, addr, end)) {
+			lr_engine_fail_locked(e, "out of memory in the fault path");
+			ret = INSTALL_FATAL;
+		} else if (submit(rm, t, addr, urgent_end, img, true, t0) ||
+			   (urgent_end < end && submit_background(rm, t, urgent_end, end, img + (urgent_end - addr)))) {
+			ret = INSTALL_FATAL;
+		}
+		pthread_mutex_unlock(&e->lock);
+		return ret;
+	}
+	struct lr_rreq *q = find_inflight(rm, t, addr);
+	if (q) {
+		/* no second request: the copy that lands wakes this thread too */
+		if (!q->faults++)
+			q->t0 = t0;
+		pthread_mutex_unlock(&e->lock);
+		return INSTALL_OK;
+	}
+	pthread_mutex_unlock(&e->lock);
+	ret = lr_zeropage(e, t, addr);
+	if (ret == INSTALL_OK)
+		lr_account_fault(e, 0, t0);
+	return ret;
+}
+
+/* ---- events and forks: lock held, inside t's gate read side --------------- */
+
+int lr_remote_reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t end)
+{
+	if (!e->remote)
+		return 0;
+	for (struct lr_rreq *q = e->remote->inflight; q; q = q->next) {
+		uint64_t rest = q->start + __atomic_load_n(&q->done, __ATOMIC_ACQUIRE);
+
+		if (q->t != t || q->cancelled || rest >= q->end || rest >= end || q->end <= s)
+			continue;
+		__atomic_store_n(&q->cancelled, true, __ATOMIC_RELEASE);
+		if (lr_ranges_add(&t->pending, rest, q->end, q->img + (rest - q->start)))
+			return -1;
+	}
+	return 0;
+}
+
+int lr_remote_fork(struct lr_engine *e, struct lr_task *t, struct lr_task *child)
+{
+	if (!e->remote)
+		return 0;
+	for (struct lr_rreq *q = e->remote->inflight; q; q = q->next) {
+		uint64_t rest = q->start + __atomic_load_n(&q->done, __ATOMIC_ACQUIRE);
+
+		if (q->t == t && !q->cancelled && rest < q->end &&
+		    lr_ranges_add(&child->pending, rest, q->end, q->img + (rest - q->start)))
+			return -1;
+	}
+	return 0;
+}
+
+bool lr_remote_busy(struct lr_engine *e)
+{
+	return e->remote && e->remote->inflight;
+}
+
+/* ---- life cycle ------------------------------------------------------------ */
+
+int lr_remote_create(struct lr_engine *e)
+{
+	struct lr_remote *rm = calloc(1, sizeof(*rm));
+
+	if (!rm) {
+		pr_err("out of memory for the page requests");
+		return -1;
+	}
+	rm->e = e;
+	pthread_mutex_init(&rm->alive, NULL);
+	e->remote = rm;
+	/* the completions copy: no worker, and the fault thread only sends */
+	e->o.workers = 0;
+	return 0;
+}
+
+void lr_remote_detach(struct lr_engine *e)
+{
+	struct lr_remote *rm = e->remote;
+	bool last;
+
+	if (!rm)
+		return;
+	pthread_mutex_lock(&rm->alive);
+	e->remote = NULL;
+	rm->detached = true;
+	for (unsigned i = 0; i < rm->nr_pool; i++)
+		free(rm->pool[i]);
+	rm->nr_pool = 0;
+	last = __atomic_load_n(&rm->outstanding, __ATOMIC_SEQ_CST) == 0;
+	pthread_mutex_unlock(&rm->alive);
+	if (last) {
+		pthread_mutex_destroy(&rm->alive);
+		free(rm);
+	}
+	/* else the last completion (the source's close fails what is left) frees it */
+}
