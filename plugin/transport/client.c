@@ -29,6 +29,7 @@
 #define BACKOFF_MAX_MS 2000
 #define CONNECT_MS     3000
 #define READ_BUDGET    (256U << 10)
+#define HOLD_MS	       2 /* an urgent answer due: the bulk stream waits this long at most */
 #define ERR_LEN	       512
 #define MSG_LEN	       (ERR_LEN + 96)
 
@@ -485,18 +486,31 @@ static void *io_thread(void *arg)
 		fill_all(c);
 		p[n] = (struct pollfd){.fd = c->wake, .events = POLLIN};
 		which[n++] = NULL;
+		/*
+		 * An urgent answer due: the bulk stream is not read meanwhile (for
+		 * HOLD_MS at most), so that its sender and this thread leave the
+		 * CPUs to the server's urgent reply.
+		 */
+		struct conn *urg = &c->conn[URGENT], *bulk = &c->conn[BULK];
+		bool hold =
+		    c->nr_conns > 1 && urg->io.sk >= 0 && urg->inflight.head && now_ms() - urg->last_rx_ms < HOLD_MS;
+		if (hold) {
+			timeout = 1;
+			bulk->last_rx_ms = now_ms(); /* not a stall of the peer's */
+		}
 		/* the urgent connection first */
 		for (unsigned i = c->nr_conns; i-- > 0;) {
 			struct conn *k = &c->conn[i];
+			bool in = !(hold && k == bulk);
 
 			if (k->io.sk < 0) {
 				timeout = 10;
 				continue;
 			}
-			if (lr_io_pending(&k->io))
+			if (in && lr_io_pending(&k->io))
 				timeout = 0;
-			p[n] =
-			    (struct pollfd){.fd = k->io.sk, .events = POLLIN | (k->out_off < k->out_len ? POLLOUT : 0)};
+			p[n] = (struct pollfd){.fd = k->io.sk,
+					       .events = (in ? POLLIN : 0) | (k->out_off < k->out_len ? POLLOUT : 0)};
 			which[n++] = k;
 		}
 		if (poll(p, n, timeout) < 0 && errno != EINTR) {
@@ -517,7 +531,8 @@ static void *io_thread(void *arg)
 
 			if (p[i].revents & POLLOUT || k->out_off < k->out_len)
 				r = conn_flush(c, k, why, sizeof(why));
-			if (!r && (p[i].revents & (POLLIN | POLLERR | POLLHUP) || lr_io_pending(&k->io)))
+			if (!r && !(hold && k == bulk) &&
+			    (p[i].revents & (POLLIN | POLLERR | POLLHUP) || lr_io_pending(&k->io)))
 				r = conn_read(c, k, why, sizeof(why));
 			if (!r && k->inflight.head && now_ms() - k->last_rx_ms > c->o.stall_ms) {
 				snprintf(why, sizeof(why), "peer %s: offset %llu: no byte for %u ms with answers due",
