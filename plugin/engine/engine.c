@@ -281,7 +281,7 @@ int lr_engine_run(struct lr_engine *e)
 		/* like stock criu's one thread, from the marker on (the workers only take idle time) */
 		int st = lr_stage(e);
 		bool over = st >= STAGE_FINISHED && st < STAGE_STOPPING;
-		if (fifo && over) {
+		if (fifo && over && !e->remote) { /* remote: the fault thread only sends, it stays first */
 			leave_fifo();
 			fifo = false;
 		}

@@ -3,7 +3,9 @@
  * The engine over an asynchronous page source (source.h's submit(): a page
  * server).  A fault sends an urgent request and the fault thread goes back to
  * its epoll, so one task's round trip holds up no other task; background
- * requests keep a window in flight near the latest fault.  A completion runs
+ * requests keep a window in flight near the latest fault, small right after
+ * a fault and growing while none comes (as stock criu's background steps,
+ * criu/uffd.c), so that a fault's answer queues behind little.  A completion runs
  * on the source's thread and installs there, through the task's copy gate,
  * with the rules of a prefetch claim (plugin/README.md, "Rules the engine
  * keeps"): a request's range is out of pending while in flight; an event
@@ -22,7 +24,8 @@
 
 #define REQ_MAX	   (256UL << 10) /* bytes per background request */
 #define URGENT_MAX (64UL << 10)	 /* the faulting page's part of its fault-around window */
-#define WINDOW	   16U		 /* background requests in flight */
+#define WINDOW_MIN 2U		 /* background requests in flight after a fault */
+#define WINDOW_MAX 16U		 /* ... growing by one per background answer while none comes */
 #define POOL_MAX   64U		 /* REQ_MAX buffers kept for reuse */
 #define COPY_PIECE (64UL << 10)	 /* a fault thread waiting at the gate waits for one of these */
 
@@ -47,6 +50,7 @@ struct lr_remote {
 	unsigned outstanding;	  /* submitted, not completed: atomic */
 	struct lr_rreq *inflight; /* under e->lock, as the rest */
 	unsigned background;
+	unsigned window; /* background requests to keep in flight: as stock criu's steps, small after a fault */
 	void *pool[POOL_MAX];
 	unsigned nr_pool;
 };
@@ -156,7 +160,7 @@ static void pump_locked(struct lr_engine *e)
 	struct lr_remote *rm = e->remote;
 	int st = lr_stage(e);
 
-	while (st >= STAGE_FINISHED && st < STAGE_STOPPING && rm->background < WINDOW) {
+	while (st >= STAGE_FINISHED && st < STAGE_STOPPING && rm->background < rm->window) {
 		struct lr_claim c = {0};
 
 		if (!lr_claim_take(e, &c) || submit_background(rm, c.t, c.start, c.end, c.img))
@@ -229,8 +233,11 @@ static void complete(struct lr_remote *rm, struct lr_rreq *q)
 	}
 	/* a faulting thread whose page did not land faults again (and is served afresh) */
 	wake = q->faults && done < len && !t->gone;
-	if (!q->urgent)
+	if (!q->urgent) {
 		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
+		if (rm->window < WINDOW_MAX)
+			rm->window++;
+	}
 	pthread_mutex_unlock(&e->lock);
 	for (unsigned i = 0; i < q->faults && done == len; i++)
 		lr_account_fault(e, i == 0 && q->urgent ? installed : 0, q->t0);
@@ -288,6 +295,7 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 	}
 	e->hint_task = t;
 	e->hint_addr = addr;
+	rm->window = WINDOW_MIN; /* what is sent from now on queues behind less */
 	long i = lr_ranges_find(&t->pending, addr);
 	if (i >= 0) {
 		struct lr_range rg = t->pending.v[i];
@@ -370,6 +378,7 @@ int lr_remote_create(struct lr_engine *e)
 		return -1;
 	}
 	rm->e = e;
+	rm->window = WINDOW_MAX;
 	pthread_mutex_init(&rm->alive, NULL);
 	e->remote = rm;
 	/* the completions copy: no worker, and the fault thread only sends */
