@@ -518,9 +518,9 @@ static void test_rows_async(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_rows_async), /* first: it does not wait for the rows before it */
 	    cmocka_unit_test(test_rows_copying),
 	    cmocka_unit_test(test_rows_mapping),
-	    cmocka_unit_test(test_rows_async),
 	};
 	lr_log_set_level(LR_LOG_WARN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
