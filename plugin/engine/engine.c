@@ -80,6 +80,7 @@ void lr_engine_destroy(struct lr_engine *e)
 		lr_ranges_free(&t->pending);
 		free(t);
 	}
+	lr_thp_free(e);
 	free(e->tasks);
 	free(e->fault_buf);
 	for (unsigned i = 0; i < NR_CLAIMS; i++)
@@ -110,6 +111,7 @@ int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int u
 		goto out;
 	}
 	e->stats.total_pages += t->pending.pages;
+	lr_thp_add_task(e, t, mm);
 	pr_info("task %u (pid %d): uffd %d, %zu lazy ranges, %llu pages", vpid, real_pid, uffd, t->pending.nr,
 		(unsigned long long)t->pending.pages);
 	ret = 0;
@@ -283,6 +285,8 @@ int lr_engine_run(struct lr_engine *e)
 		busy = over && lr_prefetch_own_step(e);
 	}
 out:
+	if (ret == 0)
+		lr_thp_finish(e);
 	pthread_mutex_lock(&e->lock);
 	if (ret == 0)
 		e->stats.t_all_resident = lr_now();

@@ -9,6 +9,7 @@
 #include "plugin/engine/engine.h"
 #include "plugin/engine/gate.h"
 #include "plugin/engine/ranges.h"
+#include "plugin/engine/thp.h"
 #include "lib/uffd-compat.h"
 
 #define PAGE		   IMG_PAGE_SIZE
@@ -126,6 +127,7 @@ struct lr_engine {
 	} workers[MAX_WORKERS];
 	unsigned nr_workers;
 	struct lr_stats stats;
+	struct lr_thp *thp; /* thp.c: its own lock; published once (atomic) under lock */
 };
 
 /* uffd operations (uffdops.c) */
