@@ -210,7 +210,7 @@ static void *worker(void *arg)
 		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
 		if (whole.done == whole.end - whole.start && !whole.cancelled)
-			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done);
+			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done, false);
 		lr_engine_kick(e); /* the fault thread checks whether all is resident */
 	}
 	return NULL;
@@ -267,7 +267,7 @@ bool lr_prefetch_own_step(struct lr_engine *e)
 		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
 		if (whole.done == whole.end - whole.start && !whole.cancelled)
-			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done);
+			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done, e->o.workers > 0);
 	}
 	return true;
 }

@@ -32,10 +32,18 @@ struct thp_task {
 	size_t nr_done, cap_done;
 };
 
+/* A claim the fault thread completed, for a worker to look at. */
+struct thp_claim {
+	struct lr_task *t;
+	uint64_t start, img, len;
+};
+
 struct lr_thp {
 	pthread_mutex_t lock; /* the fields below; never taken inside the engine lock */
-	bool always;	      /* THP "always": eligible unless MADV_NOHUGEPAGE */
-	bool refused;	      /* the syscall itself is refused (EPERM, ENOSYS, EINVAL): stop trying */
+	struct thp_claim *q;  /* deferred claims */
+	size_t nr_q, cap_q;
+	bool always;  /* THP "always": eligible unless MADV_NOHUGEPAGE */
+	bool refused; /* the syscall itself is refused (EPERM, ENOSYS, EINVAL): stop trying */
 	struct thp_task *v;
 	size_t nr, cap;
 };
@@ -219,12 +227,10 @@ static void collapse(struct lr_engine *e, struct lr_thp *h, struct thp_task *tt,
 	pr_debug("task %u: collapse of 0x%llx refused: %s", tt->t->vpid, (unsigned long long)s, strerror(er));
 }
 
-void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len)
+static void claim_done(struct lr_engine *e, struct lr_thp *h, struct lr_task *t, uint64_t start, uint64_t img,
+		       uint64_t len)
 {
-	struct lr_thp *h = __atomic_load_n(&e->thp, __ATOMIC_ACQUIRE);
-
-	if (!h || !__atomic_load_n(&h->nr, __ATOMIC_ACQUIRE) ||
-	    (start ^ img) & (THP_SIZE - 1)) /* moved off its alignment: never huge */
+	if ((start ^ img) & (THP_SIZE - 1)) /* moved off its alignment: never huge */
 		return;
 	for (uint64_t s = start & ~(THP_SIZE - 1); s < start + len; s += THP_SIZE) {
 		pthread_mutex_lock(&e->lock); /* never inside the thp lock: lr_thp_add_task() nests the other way */
@@ -238,6 +244,50 @@ void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, u
 			collapse(e, h, tt, s);
 		pthread_mutex_unlock(&h->lock);
 	}
+}
+
+/* A collapse takes a millisecond or so: the fault thread leaves it to a worker (or to the end). */
+static void defer(struct lr_thp *h, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len)
+{
+	pthread_mutex_lock(&h->lock);
+	if (h->nr_q == h->cap_q) {
+		size_t cap = h->cap_q ? h->cap_q * 2 : 16;
+		struct thp_claim *q = realloc(h->q, cap * sizeof(*q));
+		if (!q) { /* the sweep at the end still collapses it */
+			pthread_mutex_unlock(&h->lock);
+			return;
+		}
+		h->q = q;
+		h->cap_q = cap;
+	}
+	h->q[h->nr_q++] = (struct thp_claim){t, start, img, len};
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void drain(struct lr_engine *e, struct lr_thp *h)
+{
+	for (;;) {
+		pthread_mutex_lock(&h->lock);
+		struct thp_claim c = h->nr_q ? h->q[--h->nr_q] : (struct thp_claim){0};
+		pthread_mutex_unlock(&h->lock);
+		if (!c.t)
+			return;
+		claim_done(e, h, c.t, c.start, c.img, c.len);
+	}
+}
+
+void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len, bool later)
+{
+	struct lr_thp *h = __atomic_load_n(&e->thp, __ATOMIC_ACQUIRE);
+
+	if (!h || !__atomic_load_n(&h->nr, __ATOMIC_ACQUIRE))
+		return;
+	if (later) {
+		defer(h, t, start, img, len);
+		return;
+	}
+	drain(e, h);
+	claim_done(e, h, t, start, img, len);
 }
 
 /* AnonHugePages of a live task, kB; -1 if unknown.  The pidfd proves the pid was not reused. */
@@ -267,6 +317,7 @@ void lr_thp_finish(struct lr_engine *e)
 
 	if (!h)
 		return;
+	drain(e, h);
 	pthread_mutex_lock(&h->lock);
 	/* Extents completed by faults: their run-time address is their dump-time one unless remapped. */
 	bool same = !__atomic_load_n(&e->stats.remaps, __ATOMIC_RELAXED);
@@ -304,6 +355,7 @@ void lr_thp_free(struct lr_engine *e)
 		free(h->v[i].done);
 	}
 	free(h->v);
+	free(h->q);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 	e->thp = NULL;

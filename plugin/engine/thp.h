@@ -13,6 +13,7 @@
 #ifndef LAZYRESTORE_ENGINE_THP_H
 #define LAZYRESTORE_ENGINE_THP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "images/image.h"
@@ -22,8 +23,12 @@ struct lr_task;
 
 /* Engine lock held: a task from the hand-off (or resumed) with its images. */
 void lr_thp_add_task(struct lr_engine *e, struct lr_task *t, const struct img_mm *mm);
-/* No lock held: a prefetch claim [start, start+len) (image address img) is installed. */
-void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len);
+/*
+ * No lock held: a prefetch claim [start, start+len) (image address img) is
+ * installed; its extents are collapsed now, or (later) by the next worker
+ * to complete a claim (or lr_thp_finish()).
+ */
+void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len, bool later);
 /* Fault thread, all resident: collapse what is left, record AnonHugePages per task. */
 void lr_thp_finish(struct lr_engine *e);
 void lr_thp_free(struct lr_engine *e);
