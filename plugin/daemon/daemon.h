@@ -16,6 +16,7 @@ struct lr_daemon_opts {
 	enum page_source_kind page_source; /* AUTO: probe this host */
 	bool progress;
 	bool no_supervisor; /* run the engine in this process (no restart on a crash) */
+	bool record_ws;	    /* write the first faults as the dump's working set (engine/ws.h) */
 };
 
 int lr_daemon_run(const struct lr_daemon_opts *o);

@@ -59,6 +59,13 @@ static const char usage_text[] =
     "      --no-supervisor    run the engine in this process; by default a small\n"
     "                         supervisor process keeps a dup of every uffd and a journal\n"
     "                         of uffd events, and restarts the engine if it is killed\n"
+    "      --record-ws        note the order in which pages are first faulted, per task,\n"
+    "                         and write it at exit as the dump's working set,\n"
+    "                         DIR/lazyrestore-ws.img (bounded: 1 GiB of pages a task).\n"
+    "                         Whenever that file is there and was made for this very\n"
+    "                         dump, every task's working set is installed first, in\n"
+    "                         large batches, right after its hand-off; a file of\n"
+    "                         another dump, or a damaged one, is ignored with a warning\n"
     "      --no-default-config  accepted for criu compatibility; there is no config file\n"
     "  -h, --help             this text\n"
     "\n"
@@ -73,7 +80,8 @@ enum {
 	OPT_WORKERS,
 	OPT_PREFETCH_STEP,
 	OPT_PAGE_SOURCE,
-	OPT_NO_SUPERVISOR
+	OPT_NO_SUPERVISOR,
+	OPT_RECORD_WS
 };
 
 static const struct option long_opts[] = {
@@ -89,6 +97,7 @@ static const struct option long_opts[] = {
     {"page-source", required_argument, NULL, OPT_PAGE_SOURCE},
     {"no-default-config", no_argument, NULL, OPT_NO_DEFAULT_CONFIG},
     {"no-supervisor", no_argument, NULL, OPT_NO_SUPERVISOR},
+    {"record-ws", no_argument, NULL, OPT_RECORD_WS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -180,6 +189,9 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 			break;
 		case OPT_NO_SUPERVISOR:
 			o->no_supervisor = true;
+			break;
+		case OPT_RECORD_WS:
+			o->record_ws = true;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

@@ -75,7 +75,12 @@ static void write_thp(FILE *f, const struct lr_stats *s)
 		(unsigned long long)s->thp_failed, s->thp_collapse_ns / 1e6);
 	for (unsigned i = 0; i < s->thp_nr; i++)
 		fprintf(f, "%s{\"pid\": %u, \"kib\": %ld}", i ? ", " : "", s->thp_task[i].pid, s->thp_task[i].kib);
-	fprintf(f, "]\n");
+	fprintf(f, "],\n");
+	fprintf(f,
+		"  \"ws_pages\": %llu,\n  \"ws_skipped\": %llu,\n  \"ws_recorded\": %llu,\n"
+		"  \"ws_ms\": %.3f\n",
+		(unsigned long long)s->ws_pages, (unsigned long long)s->ws_skipped, (unsigned long long)s->ws_recorded,
+		s->ws_ms);
 }
 
 int lr_stats_write_json(const struct lr_stats *s, const char *path)

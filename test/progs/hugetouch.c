@@ -10,8 +10,9 @@
  * DIR/ready.<pid>.  Signals, after a restore:
  *   SIGUSR2  reads the first word of PAGES (-w, default 256) pages spread over
  *            the region in a fixed scattered order, each checked, and writes
- *            DIR/touched.<pid>: "OK pages N minflt M" (minor faults the reads
- *            took: each page not installed yet costs at least one) or "BAD ...".
+ *            DIR/touched.<pid>: "OK pages N minflt M faulted I J ..." (minor
+ *            faults the reads took: a page not installed yet costs at least
+ *            one; then the page indices whose read faulted) or "BAD ...".
  *   SIGUSR1  checks every word and writes DIR/result.<pid>:
  *            "OK pages N AnonHugePages KIB kB" or "BAD addr want got".
  * SIGTERM ends it.
@@ -78,21 +79,29 @@ static long minflt(void)
 
 static void touch(void)
 {
-	size_t n = region_len / PAGE;
-	char buf[160];
-	long before = minflt();
+	size_t n = region_len / PAGE, len = 0;
+	static char buf[16384];
+	char faulted[12288] = "";
+	long total = 0;
 
 	for (size_t i = 0; i < ws_pages && i < n; i++) {
-		uint64_t *w = (uint64_t *)(region + (i * WS_PRIME % n) * PAGE);
+		size_t page = i * WS_PRIME % n;
+		uint64_t *w = (uint64_t *)(region + page * PAGE);
 		uint64_t want = pattern_word((uint64_t)(uintptr_t)w, SEED);
-		if (*w != want) {
+		long before = minflt();
+		uint64_t got = *(volatile uint64_t *)w;
+		long took = minflt() - before;
+		if (got != want) {
 			snprintf(buf, sizeof(buf), "BAD %p want %016llx got %016llx", (void *)w,
-				 (unsigned long long)want, (unsigned long long)*w);
+				 (unsigned long long)want, (unsigned long long)got);
 			prog_write_file(dir, "touched", buf);
 			return;
 		}
+		total += took;
+		if (took > 0 && len < sizeof(faulted) - 16)
+			len += (size_t)snprintf(faulted + len, sizeof(faulted) - len, " %zu", page);
 	}
-	snprintf(buf, sizeof(buf), "OK pages %zu minflt %ld", ws_pages < n ? ws_pages : n, minflt() - before);
+	snprintf(buf, sizeof(buf), "OK pages %zu minflt %ld faulted%s", ws_pages < n ? ws_pages : n, total, faulted);
 	prog_write_file(dir, "touched", buf);
 }
 
