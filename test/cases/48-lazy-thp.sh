@@ -12,16 +12,6 @@ d=$(scratch lazy-thp)
 LAZY_DIR=$d
 at_exit lazy_cleanup
 
-# start_hugetouch DIR ARGS...: hugetouch detached, its pid once ready
-start_hugetouch() {
-	local dir=$1
-	shift
-	setsid "$PROGS/hugetouch" -d "$dir" "$@" </dev/null >"$dir/prog.out" 2>&1 &
-	local p=$!
-	wait_until -k "$p" 60 "hugetouch $p getting ready" "$dir/prog.out" test -e "$dir/ready.$p"
-	echo "$p"
-}
-
 if ! grep -q '\[always\]\|\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
 	skip lazy-thp "transparent huge pages are off on this host ($(cat /sys/kernel/mm/transparent_hugepage/enabled 2>&1))"
 	finish

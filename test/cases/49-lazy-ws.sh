@@ -19,15 +19,6 @@ ws_cleanup() {
 }
 at_exit ws_cleanup
 
-start_hugetouch() { # DIR ARGS...: hugetouch detached, its pid once ready
-	local dir=$1
-	shift
-	setsid "$PROGS/hugetouch" -d "$dir" "$@" </dev/null >"$dir/prog.out" 2>&1 &
-	local p=$!
-	wait_until -k "$p" 60 "hugetouch $p getting ready" "$dir/prog.out" test -e "$dir/ready.$p"
-	echo "$p"
-}
-
 # ask DIR PID SIG FILE NAME: signal, wait for DIR/FILE.PID, print it (fails unless OK)
 ask() {
 	local dir=$1 p=$2 sig=$3 file=$4 name=$5 res
