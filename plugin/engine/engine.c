@@ -288,8 +288,6 @@ int lr_engine_run(struct lr_engine *e)
 		busy = over && !ws_busy && lr_prefetch_own_step(e);
 	}
 out:
-	if (ret == 0)
-		lr_thp_finish(e);
 	pthread_mutex_lock(&e->lock);
 	if (ret == 0)
 		e->stats.t_all_resident = lr_now();
@@ -301,5 +299,7 @@ out:
 	lr_prefetch_stop(e);
 	if (lr_stage(e) == STAGE_FAILED)
 		ret = -1;
+	if (ret == 0) /* after "all resident" and the workers: what is left to collapse is ours alone */
+		lr_thp_finish(e);
 	return ret;
 }

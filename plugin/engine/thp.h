@@ -29,7 +29,7 @@ void lr_thp_add_task(struct lr_engine *e, struct lr_task *t, const struct img_mm
  * to complete a claim (or lr_thp_finish()).
  */
 void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len, bool later);
-/* Fault thread, all resident: collapse what is left, record AnonHugePages per task. */
+/* Fault thread, all resident and the workers stopped: collapse what is left, record AnonHugePages per task. */
 void lr_thp_finish(struct lr_engine *e);
 void lr_thp_free(struct lr_engine *e);
 
