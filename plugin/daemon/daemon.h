@@ -24,6 +24,7 @@ struct lr_daemon_opts {
 	int port;
 	enum ps_wire wire;
 	struct lr_tls_opts tls;
+	bool record_ws; /* write the first faults as the dump's working set (engine/ws.h) */
 };
 
 int lr_daemon_run(const struct lr_daemon_opts *o);

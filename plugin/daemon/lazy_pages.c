@@ -78,6 +78,13 @@ static const char usage_text[] =
     "      --tls-cacert FILE, --tls-cacrl FILE, --tls-cert FILE, --tls-key FILE\n"
     "                         as criu's (default: criu's files under /etc/pki)\n"
     "      --tls-no-cn-verify do not check the server's certificate against HOST\n"
+    "      --record-ws        note the order in which pages are first faulted, per task,\n"
+    "                         and write it at exit as the dump's working set,\n"
+    "                         DIR/lazyrestore-ws.img (bounded: 1 GiB of pages a task).\n"
+    "                         Whenever that file is there and was made for this very\n"
+    "                         dump, every task's working set is installed first, in\n"
+    "                         large batches, right after its hand-off; a file of\n"
+    "                         another dump, or a damaged one, is ignored with a warning\n"
     "      --no-default-config  accepted for criu compatibility; there is no config file\n"
     "  -h, --help             this text\n"
     "\n"
@@ -97,7 +104,8 @@ enum {
 	OPT_ADDRESS,
 	OPT_PORT,
 	OPT_WIRE,
-	OPT_TLS, /* LR_TLS_NR_OPTS ids from here */
+	OPT_RECORD_WS,
+	OPT_TLS, /* LR_TLS_NR_OPTS ids from here: last */
 };
 
 static const struct option long_opts[] = {
@@ -118,6 +126,7 @@ static const struct option long_opts[] = {
     {"port", required_argument, NULL, OPT_PORT},
     {"wire", required_argument, NULL, OPT_WIRE},
     LR_TLS_LONGOPTS(OPT_TLS),
+    {"record-ws", no_argument, NULL, OPT_RECORD_WS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -232,6 +241,9 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 				fprintf(stderr, "lazyrestore lazy-pages: --wire: '%s' is not 4.1 or 4.2\n", optarg);
 				return -1;
 			}
+			break;
+		case OPT_RECORD_WS:
+			o->record_ws = true;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

@@ -18,6 +18,7 @@
 #include "images/image.h"
 #include "plugin/daemon/daemon.h"
 #include "plugin/engine/engine.h"
+#include "plugin/engine/ws.h"
 #include "plugin/handoff/handoff.h"
 #include "plugin/log/log.h"
 #include "plugin/source/net.h"
@@ -107,6 +108,7 @@ static int watch_restore(struct lr_engine *e, pid_t peer)
 
 static int finish(struct lr_engine *e, const struct lr_daemon_opts *o, int ret)
 {
+	lr_ws_save(e); /* a working set not written is no error of the restore */
 	lr_stats_log_summary(lr_engine_stats(e));
 	if (o->stats_file && lr_stats_write_json(lr_engine_stats(e), o->stats_file))
 		ret = -1;
@@ -184,7 +186,8 @@ static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opt
 	if (!src)
 		return -1;
 	s.e = lr_engine_create(src, &eo);
-	if (!s.e || watch_restore(s.e, peer) || pthread_create(&th, NULL, handoff_thread, &s)) {
+	if (!s.e || lr_ws_setup(s.e, d->img.dir, o->record_ws) || watch_restore(s.e, peer) ||
+	    pthread_create(&th, NULL, handoff_thread, &s)) {
 		pr_err("can't start serving the restore");
 		goto out;
 	}

@@ -85,6 +85,8 @@ void lr_engine_destroy(struct lr_engine *e)
 		lr_ranges_free(&t->pending);
 		free(t);
 	}
+	lr_thp_free(e);
+	lr_ws_free(e);
 	free(e->tasks);
 	free(e->fault_buf);
 	for (unsigned i = 0; i < NR_CLAIMS; i++)
@@ -115,6 +117,8 @@ int lr_engine_add_task(struct lr_engine *e, uint32_t vpid, pid_t real_pid, int u
 		goto out;
 	}
 	e->stats.total_pages += t->pending.pages;
+	lr_thp_add_task(e, t, mm);
+	lr_ws_task_added(e, t);
 	pr_info("task %u (pid %d): uffd %d, %zu lazy ranges, %llu pages", vpid, real_pid, uffd, t->pending.nr,
 		(unsigned long long)t->pending.pages);
 	ret = 0;
@@ -254,7 +258,8 @@ int lr_engine_run(struct lr_engine *e)
 				RESTORE_OVER_MS);
 			lr_engine_restore_over(e);
 		}
-		int timeout = busy ? 0 : progress ? 200 : -1;
+		bool ws_busy = lr_ws_replay_step(e); /* the working set first, right after the hand-off */
+		int timeout = busy || ws_busy ? 0 : progress ? 200 : -1;
 		if (over_in > 0 && (timeout < 0 || over_in < timeout))
 			timeout = over_in;
 		int n = epoll_wait(e->epfd, evs, 32, timeout);
@@ -285,7 +290,7 @@ int lr_engine_run(struct lr_engine *e)
 			leave_fifo();
 			fifo = false;
 		}
-		busy = over && (e->remote ? lr_remote_pump(e) : lr_prefetch_own_step(e));
+		busy = over && !ws_busy && (e->remote ? lr_remote_pump(e) : lr_prefetch_own_step(e));
 	}
 out:
 	pthread_mutex_lock(&e->lock);
@@ -299,5 +304,7 @@ out:
 	lr_prefetch_stop(e);
 	if (lr_stage(e) == STAGE_FAILED)
 		ret = -1;
+	if (ret == 0) /* after "all resident" and the workers: what is left to collapse is ours alone */
+		lr_thp_finish(e);
 	return ret;
 }

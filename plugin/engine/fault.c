@@ -146,6 +146,8 @@ static int serve_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, do
 		return INSTALL_OK;
 	}
 	where = locate(e, t, addr, &len, &img);
+	if (where > 0)
+		lr_ws_note(e, t, img);
 	e->hint_task = t;
 	e->hint_addr = addr;
 	pthread_mutex_unlock(&e->lock);

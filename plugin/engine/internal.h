@@ -9,6 +9,8 @@
 #include "plugin/engine/engine.h"
 #include "plugin/engine/gate.h"
 #include "plugin/engine/ranges.h"
+#include "plugin/engine/thp.h"
+#include "plugin/engine/ws.h"
 #include "lib/uffd-compat.h"
 
 #define PAGE		   IMG_PAGE_SIZE
@@ -127,6 +129,8 @@ struct lr_engine {
 	unsigned nr_workers;
 	struct lr_stats stats;
 	struct lr_remote *remote; /* an asynchronous source's requests (remote.c), else NULL */
+	struct lr_thp *thp;	  /* thp.c: its own lock; published once (atomic) under lock */
+	struct lr_ws *ws;	  /* ws.c: set before the hand-off; its queue under lock, the rest fault thread */
 };
 
 /* uffd operations (uffdops.c) */
@@ -145,6 +149,9 @@ int lr_source(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t img
 	      const void **data);
 int lr_copy(struct lr_engine *e, struct lr_task *t, uint64_t dst, const void *data, uint64_t len, uint64_t *done,
 	    uint64_t *installed, bool *first_existed);
+/* lr_copy with UFFDIO_COPY's mode (UFFDIO_COPY_MODE_DONTWAKE: the caller wakes) */
+int lr_copy_mode(struct lr_engine *e, struct lr_task *t, uint64_t dst, const void *data, uint64_t len, uint64_t mode,
+		 uint64_t *done, uint64_t *installed, bool *first_existed);
 int lr_zeropage(struct lr_engine *e, struct lr_task *t, uint64_t addr);
 void lr_wake(struct lr_task *t, uint64_t addr, uint64_t len);
 

@@ -206,8 +206,11 @@ static void *worker(void *arg)
 		while (claim_step(e, c, w))
 			;
 		pthread_mutex_lock(&e->lock);
+		struct lr_claim whole = *c; /* thp.c looks at the extent once the claim is released */
 		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
+		if (whole.done == whole.end - whole.start && !whole.cancelled)
+			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done, false);
 		lr_engine_kick(e); /* the fault thread checks whether all is resident */
 	}
 	return NULL;
@@ -260,8 +263,11 @@ bool lr_prefetch_own_step(struct lr_engine *e)
 		return false;
 	if (!claim_step(e, c, NULL)) {
 		pthread_mutex_lock(&e->lock);
+		struct lr_claim whole = *c; /* as in worker() */
 		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
+		if (whole.done == whole.end - whole.start && !whole.cancelled)
+			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done, e->o.workers > 0);
 	}
 	return true;
 }

@@ -82,6 +82,7 @@ int lr_engine_resume(struct lr_engine *e, const struct lr_resume_task *rt, size_
 			goto unlock;
 		}
 		e->stats.total_pages += tasks[i]->pending.pages;
+		lr_thp_add_task(e, tasks[i], rt[i].mm);
 	}
 	for (size_t i = 0; i < nr; i++)
 		if (replay(e, rt, nr, tasks, i))

@@ -66,6 +66,23 @@ static double since(const struct lr_stats *s, double t)
 	return t > 0 ? t - s->t_start : -1;
 }
 
+static void write_thp(FILE *f, const struct lr_stats *s)
+{
+	fprintf(f,
+		"  \"thp_extents\": %llu,\n  \"thp_collapsed\": %llu,\n  \"thp_failed\": %llu,\n"
+		"  \"thp_collapse_ms\": %.3f,\n  \"anon_huge_kib\": [",
+		(unsigned long long)s->thp_extents, (unsigned long long)s->thp_collapsed,
+		(unsigned long long)s->thp_failed, s->thp_collapse_ns / 1e6);
+	for (unsigned i = 0; i < s->thp_nr; i++)
+		fprintf(f, "%s{\"pid\": %u, \"kib\": %ld}", i ? ", " : "", s->thp_task[i].pid, s->thp_task[i].kib);
+	fprintf(f, "],\n");
+	fprintf(f,
+		"  \"ws_pages\": %llu,\n  \"ws_skipped\": %llu,\n  \"ws_recorded\": %llu,\n"
+		"  \"ws_ms\": %.3f\n",
+		(unsigned long long)s->ws_pages, (unsigned long long)s->ws_skipped, (unsigned long long)s->ws_recorded,
+		s->ws_ms);
+}
+
 int lr_stats_write_json(const struct lr_stats *s, const char *path)
 {
 	FILE *f = fopen(path, "w");
@@ -97,7 +114,9 @@ int lr_stats_write_json(const struct lr_stats *s, const char *path)
 	fprintf(f, "  \"page_source\": \"%s\",\n  \"page_source_why\": \"", s->source);
 	for (const char *p = s->source_why; *p; p++) /* our own text, but keep the JSON valid */
 		fputc(*p == '"' || *p == '\\' ? '\'' : *p, f);
-	fprintf(f, "\",\n  \"prefetch_step_max_kib\": %llu\n}\n", (unsigned long long)(s->step_max >> 10));
+	fprintf(f, "\",\n  \"prefetch_step_max_kib\": %llu,\n", (unsigned long long)(s->step_max >> 10));
+	write_thp(f, s);
+	fprintf(f, "}\n");
 	if (fclose(f)) {
 		pr_perror("can't write stats file %s", path);
 		return -1;

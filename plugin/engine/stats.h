@@ -7,8 +7,9 @@
 #include <stdio.h>
 
 /* 4 bits of sub-bucket precision per power of two: <= 6% error on percentiles. */
-#define LR_HIST_SUB	16
-#define LR_HIST_BUCKETS (64 * LR_HIST_SUB)
+#define LR_HIST_SUB	   16
+#define LR_HIST_BUCKETS	   (64 * LR_HIST_SUB)
+#define LR_STATS_THP_TASKS 16 /* tasks whose AnonHugePages the stats list */
 
 struct lr_stats {
 	uint64_t faults;	     /* fault messages served */
@@ -27,6 +28,16 @@ struct lr_stats {
 	char source[8];	      /* how pages were copied: "mmap" or "pread" */
 	char source_why[200]; /* the probe's figures, or the option that chose */
 	uint64_t step_max;    /* largest background step, bytes */
+	/* huge pages (thp.c): 2 MiB extents of THP-eligible lazy VMAs, collapses, AnonHugePages after */
+	uint64_t thp_extents, thp_collapsed, thp_failed, thp_collapse_ns;
+	/* working set (ws.c): pages installed by the replay, not pending any more, recorded; longest replay */
+	uint64_t ws_pages, ws_skipped, ws_recorded;
+	double ws_ms;
+	unsigned thp_nr;
+	struct {
+		uint32_t pid; /* dump-time pid */
+		long kib;     /* AnonHugePages once all was resident; -1: unknown */
+	} thp_task[LR_STATS_THP_TASKS];
 };
 
 double lr_now(void);

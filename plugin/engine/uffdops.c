@@ -53,6 +53,12 @@ int lr_install(struct lr_engine *e, struct lr_task *t, uint64_t dst, uint64_t im
 int lr_copy(struct lr_engine *e, struct lr_task *t, uint64_t dst, const void *data, uint64_t len, uint64_t *done,
 	    uint64_t *installed, bool *first_existed)
 {
+	return lr_copy_mode(e, t, dst, data, len, 0, done, installed, first_existed);
+}
+
+int lr_copy_mode(struct lr_engine *e, struct lr_task *t, uint64_t dst, const void *data, uint64_t len, uint64_t mode,
+		 uint64_t *done, uint64_t *installed, bool *first_existed)
+{
 	char err[512];
 	uint64_t off = 0, step = len;
 
@@ -62,7 +68,7 @@ int lr_copy(struct lr_engine *e, struct lr_task *t, uint64_t dst, const void *da
 		*first_existed = false;
 	while (off < len) {
 		uint64_t l = len - off < step ? len - off : step;
-		struct uffdio_copy c = {.dst = dst + off, .src = (uintptr_t)data + off, .len = l};
+		struct uffdio_copy c = {.dst = dst + off, .src = (uintptr_t)data + off, .len = l, .mode = mode};
 
 		if (!ioctl(t->uffd, UFFDIO_COPY, &c)) {
 			off += l;

@@ -51,6 +51,8 @@ $(eval $(call FUZZ_LINK,fuzz_pageserver,$(FUZZ_PS_OBJS) $(FUZZ_IMG_OBJS),-lproto
 # The page-server client's answer parser and the header codec.
 FUZZ_PSC_OBJS := $(addprefix $(FUZZ_OBJ)/plugin/transport/,answer.o wire.o)
 $(eval $(call FUZZ_LINK,fuzz_psclient,$(FUZZ_PSC_OBJS),))
+# The working-set file reader (images/ws.c, in the image library).
+$(eval $(call FUZZ_LINK,fuzz_ws,$(FUZZ_IMG_OBJS),-lprotobuf-c))
 
 $(FUZZ_PACK): test/fuzz/pack.c test/fuzz/frame.h
 	@mkdir -p $(dir $@)

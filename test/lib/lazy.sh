@@ -118,6 +118,16 @@ start_lazy_prog() {
 	echo "$pid"
 }
 
+# start_hugetouch DIR ARGS...: test/progs/hugetouch detached, its pid once ready.
+start_hugetouch() {
+	local d=$1
+	shift
+	setsid "$PROGS/hugetouch" -d "$d" "$@" </dev/null >"$d/prog.out" 2>&1 &
+	local pid=$!
+	wait_until -k "$pid" 60 "hugetouch $pid getting ready" "$d/prog.out" test -e "$d/ready.$pid"
+	echo "$pid"
+}
+
 _nready() { # DIR N: at least N ready files in DIR
 	local f n=0
 	for f in "$1"/ready.*; do [ -e "$f" ] && n=$((n + 1)); done

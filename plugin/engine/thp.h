@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Huge pages back after a lazy restore.  UFFDIO_COPY installs 4 KiB pages, so
+ * a range that was THP-eligible at dump time (MADV_HUGEPAGE in the VMA's madv
+ * bits, or THP "always" without MADV_NOHUGEPAGE) comes back as small pages.
+ * Once every page of a 2 MiB-aligned extent of such a VMA is installed, the
+ * extent is collapsed with process_madvise(pidfd, MADV_COLLAPSE).  A
+ * uffd-armed VMA collapses only with no empty PTE in the extent
+ * (hpage_collapse_scan_pmd() in mm/khugepaged.c counts none PTEs only when
+ * !userfaultfd_armed()), so a partly installed extent is refused with EBUSY
+ * and is never attempted.  Collapse copies the pages: the bytes stay the same.
+ */
+#ifndef LAZYRESTORE_ENGINE_THP_H
+#define LAZYRESTORE_ENGINE_THP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "images/image.h"
+
+struct lr_engine;
+struct lr_task;
+
+/* Engine lock held: a task from the hand-off (or resumed) with its images. */
+void lr_thp_add_task(struct lr_engine *e, struct lr_task *t, const struct img_mm *mm);
+/*
+ * No lock held: a prefetch claim [start, start+len) (image address img) is
+ * installed; its extents are collapsed now, or (later) by the next worker
+ * to complete a claim (or lr_thp_finish()).
+ */
+void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len, bool later);
+/* Fault thread, all resident and the workers stopped: collapse what is left, record AnonHugePages per task. */
+void lr_thp_finish(struct lr_engine *e);
+void lr_thp_free(struct lr_engine *e);
+
+#endif

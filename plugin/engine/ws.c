@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT
+/* Working-set recording and replay (ws.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "images/ws.h"
+#include "plugin/engine/internal.h"
+#include "plugin/engine/ws.h"
+#include "plugin/log/log.h"
+
+#define WS_BATCH 512U /* pages per batch: the fault thread is away from its uffds for one batch */
+
+/* A hand-off task's first faults (fault thread only). */
+struct ws_rec {
+	uint32_t pid; /* 0: slot unused */
+	uint32_t nr, cap;
+	uint64_t *pages;
+};
+
+/* A task whose working set is being installed. */
+struct ws_replay {
+	struct lr_task *t;
+	const struct img_ws_task *list;
+	uint32_t pos;
+	uint64_t installed, skipped;
+	double t0;
+};
+
+struct ws_run {
+	uint64_t start, end;
+};
+
+struct lr_ws {
+	struct img_dir *dir;
+	bool record, full_warned;
+	uint64_t ident;
+	struct img_ws file; /* the working set to replay (no tasks if none) */
+	struct ws_rec *rec; /* by task index; fault thread only */
+	size_t nr_rec;
+	uint64_t total_rec;
+	struct ws_replay *q; /* engine lock */
+	size_t nr_q, cap_q;
+	uint64_t batch[WS_BATCH];
+	struct ws_run runs[WS_BATCH];
+};
+
+static void load(struct lr_ws *ws, const char *path)
+{
+	struct img_err err;
+	int r = img_ws_read(ws->dir, &ws->file, &err);
+
+	if (r == 1) {
+		pr_info("no working set in %s (%s): pages come as they are asked for", path, IMG_WS_FILE);
+		return;
+	}
+	if (r < 0) {
+		pr_warn("%s: working set ignored", err.msg);
+		return;
+	}
+	if (ws->file.ident != ws->ident) {
+		pr_warn("%s/%s: working set recorded for another dump (identity %016llx, this dump's %016llx): ignored",
+			path, IMG_WS_FILE, (unsigned long long)ws->file.ident, (unsigned long long)ws->ident);
+		img_ws_free(&ws->file);
+		return;
+	}
+	uint64_t n = 0;
+	for (size_t i = 0; i < ws->file.nr_tasks; i++)
+		n += ws->file.tasks[i].nr;
+	pr_info("%s/%s: working set of %llu pages in %zu tasks, installed first", path, IMG_WS_FILE,
+		(unsigned long long)n, ws->file.nr_tasks);
+}
+
+int lr_ws_setup(struct lr_engine *e, struct img_dir *dir, bool record)
+{
+	struct lr_ws *ws = calloc(1, sizeof(*ws));
+	struct img_err err;
+
+	if (!ws) {
+		pr_err("out of memory for the working set");
+		return record ? -1 : 0;
+	}
+	ws->dir = dir;
+	ws->record = record;
+	if (img_ws_ident(dir, &ws->ident, &err)) {
+		pr_warn("%s: no working set replayed or recorded", err.msg);
+		free(ws);
+		return record ? -1 : 0;
+	}
+	load(ws, img_dir_path(dir));
+	e->ws = ws; /* before the hand-off thread and the fault loop start */
+	return 0;
+}
+
+void lr_ws_task_added(struct lr_engine *e, struct lr_task *t)
+{
+	struct lr_ws *ws = e->ws;
+	const struct img_ws_task *list = ws ? img_ws_task(&ws->file, t->vpid) : NULL;
+
+	if (!list || !list->nr)
+		return;
+	if (ws->nr_q == ws->cap_q) {
+		size_t cap = ws->cap_q ? ws->cap_q * 2 : 8;
+		struct ws_replay *q = realloc(ws->q, cap * sizeof(*q));
+		if (!q) {
+			pr_warn("task %u: out of memory: its working set is not installed first", t->vpid);
+			return;
+		}
+		ws->q = q;
+		ws->cap_q = cap;
+	}
+	ws->q[ws->nr_q++] = (struct ws_replay){.t = t, .list = list, .t0 = lr_now()};
+	lr_engine_kick(e);
+}
+
+void lr_ws_note(struct lr_engine *e, struct lr_task *t, uint64_t img)
+{
+	struct lr_ws *ws = e->ws;
+
+	if (!ws || !ws->record || !t->vpid) /* fork children have no images of their own */
+		return;
+	if (t->idx >= ws->nr_rec) {
+		size_t n = t->idx + 1;
+		struct ws_rec *r = realloc(ws->rec, n * sizeof(*r));
+		if (!r)
+			return;
+		memset(r + ws->nr_rec, 0, (n - ws->nr_rec) * sizeof(*r));
+		ws->rec = r;
+		ws->nr_rec = n;
+	}
+	struct ws_rec *r = &ws->rec[t->idx];
+	r->pid = t->vpid;
+	img &= ~(PAGE - 1);
+	if (r->nr && r->pages[r->nr - 1] == img) /* a fault served again (EAGAIN) */
+		return;
+	if (r->nr >= IMG_WS_MAX_PAGES || ws->total_rec >= IMG_WS_MAX_TOTAL) {
+		if (!ws->full_warned)
+			pr_info("working set: bound reached (%u pages a task, %u in all): later faults not recorded",
+				IMG_WS_MAX_PAGES, IMG_WS_MAX_TOTAL);
+		ws->full_warned = true;
+		return;
+	}
+	if (r->nr == r->cap) {
+		uint32_t cap = r->cap ? r->cap * 2 : 256;
+		uint64_t *p = realloc(r->pages, cap * sizeof(*p));
+		if (!p)
+			return;
+		r->pages = p;
+		r->cap = cap;
+	}
+	r->pages[r->nr++] = img;
+	ws->total_rec++;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Lock held: take the batch's pages out of t's pending ranges, merged into runs.
+ * A page is taken only where it still sits at its dump-time address (no
+ * remap moved it) and nobody installed or claimed it yet.
+ */
+static size_t take_runs(struct lr_engine *e, struct lr_ws *ws, struct lr_task *t, size_t n, uint64_t *skipped)
+{
+	size_t nr = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t p = ws->batch[i];
+		if (i && p == ws->batch[i - 1])
+			continue;
+		long k = lr_ranges_find(&t->pending, p);
+		if (k < 0 || t->pending.v[k].img + (p - t->pending.v[k].start) != p) {
+			pr_debug("task %u: working-set page 0x%llx is %s", t->vpid, (unsigned long long)p,
+				 k < 0 ? "not pending (installed, claimed or dropped)" : "moved");
+			(*skipped)++;
+			continue;
+		}
+		struct ws_run *last = nr ? &ws->runs[nr - 1] : NULL;
+		/* one range holds [last->start, p + PAGE) if it holds both ends */
+		if (last && last->end == p && p - last->start < FAULT_AROUND_MAX * PAGE &&
+		    lr_ranges_find(&t->pending, last->start) == k)
+			last->end = p + PAGE;
+		else
+			ws->runs[nr++] = (struct ws_run){p, p + PAGE};
+	}
+	for (size_t i = 0; i < nr; i++)
+		if (lr_ranges_drop(&t->pending, ws->runs[i].start, ws->runs[i].end)) {
+			lr_engine_fail_locked(e, "out of memory for the working set");
+			return 0;
+		}
+	return nr;
+}
+
+/*
+ * Copy the runs without waking anyone, then wake each once (a thread that
+ * faulted on a page meanwhile waits for that; a page left out faults again).
+ * On EAGAIN or a gone task, what was not installed goes back to pending
+ * before the fault thread reads the event that caused it.
+ */
+static int copy_runs(struct lr_engine *e, struct lr_ws *ws, struct lr_task *t, size_t nr, uint64_t *installed)
+{
+	uint64_t done = 0;
+	int r = INSTALL_OK;
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		struct ws_run *run = &ws->runs[i];
+		uint64_t len = run->end - run->start, got = 0;
+		const void *data;
+		done = 0;
+		if (lr_source(e, t, run->start, run->start, len, e->fault_buf, &data))
+			return INSTALL_FATAL; /* the tree is killed */
+		r = lr_copy_mode(e, t, run->start, data, len, UFFDIO_COPY_MODE_DONTWAKE, &done, &got, NULL);
+		*installed += got / PAGE;
+		if (r != INSTALL_OK)
+			break;
+	}
+	for (size_t k = 0; k < nr; k++)
+		lr_wake(t, ws->runs[k].start, ws->runs[k].end - ws->runs[k].start);
+	if (r == INSTALL_OK || r == INSTALL_FATAL)
+		return r;
+	ws->runs[i].start += done;
+	pthread_mutex_lock(&e->lock);
+	if (r == INSTALL_GONE)
+		lr_task_gone(e, t);
+	for (size_t k = i; k < nr && !t->gone; k++)
+		if (ws->runs[k].start < ws->runs[k].end &&
+		    lr_ranges_add(&t->pending, ws->runs[k].start, ws->runs[k].end, ws->runs[k].start))
+			lr_engine_fail_locked(e, "out of memory for the working set");
+	pthread_cond_broadcast(&e->work);
+	pthread_mutex_unlock(&e->lock);
+	return r;
+}
+
+bool lr_ws_replay_step(struct lr_engine *e)
+{
+	struct lr_ws *ws = e->ws;
+	uint64_t skipped = 0, installed = 0;
+
+	if (!ws)
+		return false;
+	pthread_mutex_lock(&e->lock);
+	if (!ws->nr_q) {
+		pthread_mutex_unlock(&e->lock);
+		return false;
+	}
+	struct ws_replay *q = &ws->q[0];
+	struct lr_task *t = q->t;
+	size_t n = 0, nr = 0;
+	if (!t->gone && lr_stage(e) < STAGE_STOPPING) {
+		for (; n < WS_BATCH && q->pos < q->list->nr; n++)
+			ws->batch[n] = q->list->pages[q->pos++];
+		qsort(ws->batch, n, sizeof(ws->batch[0]), cmp_u64);
+		nr = take_runs(e, ws, t, n, &skipped);
+	} else {
+		q->pos = q->list->nr;
+	}
+	pthread_mutex_unlock(&e->lock);
+	int r = nr ? copy_runs(e, ws, t, nr, &installed) : INSTALL_OK;
+	__atomic_fetch_add(&e->stats.ws_pages, installed, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&e->stats.ws_skipped, skipped, __ATOMIC_RELAXED);
+	if (r == INSTALL_FATAL)
+		return false;
+	pthread_mutex_lock(&e->lock);
+	q = &ws->q[0];
+	q->installed += installed;
+	q->skipped += skipped;
+	/* INSTALL_AGAIN: the batch went back to pending; the rest follows once the events are read */
+	bool over = q->pos >= q->list->nr || t->gone;
+	if (over) {
+		double ms = (lr_now() - q->t0) * 1e3;
+		pr_info("task %u: working set installed: %llu pages in %.3f ms (%llu not pending any more)", t->vpid,
+			(unsigned long long)q->installed, ms, (unsigned long long)q->skipped);
+		if (ms > e->stats.ws_ms)
+			e->stats.ws_ms = ms;
+		memmove(ws->q, ws->q + 1, (ws->nr_q - 1) * sizeof(*ws->q));
+		ws->nr_q--;
+	}
+	bool more = ws->nr_q > 0;
+	pthread_mutex_unlock(&e->lock);
+	return more;
+}
+
+/* The first occurrence of each page, in order (a page dropped and faulted again counts once). */
+static uint32_t dedupe(uint64_t *pages, uint32_t nr)
+{
+	uint64_t *sorted = malloc((nr ? nr : 1) * sizeof(*sorted));
+	uint8_t *seen = calloc(nr ? nr : 1, 1);
+	uint32_t out = 0;
+
+	if (!sorted || !seen) {
+		free(sorted);
+		free(seen);
+		return nr;
+	}
+	memcpy(sorted, pages, nr * sizeof(*sorted));
+	qsort(sorted, nr, sizeof(*sorted), cmp_u64);
+	for (uint32_t i = 0; i < nr; i++) {
+		uint64_t *hit = bsearch(&pages[i], sorted, nr, sizeof(*sorted), cmp_u64);
+		/* the first equal element stands for the value */
+		while (hit > sorted && hit[-1] == pages[i])
+			hit--;
+		if (seen[hit - sorted])
+			continue;
+		seen[hit - sorted] = 1;
+		pages[out++] = pages[i];
+	}
+	free(sorted);
+	free(seen);
+	return out;
+}
+
+static int cmp_task(const void *a, const void *b)
+{
+	const struct img_ws_task *x = a, *y = b;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+int lr_ws_save(struct lr_engine *e)
+{
+	struct lr_ws *ws = e->ws;
+	struct img_ws out = {0};
+	struct img_err err;
+	uint64_t total = 0;
+
+	if (!ws || !ws->record)
+		return 0;
+	out.ident = ws->ident;
+	out.tasks = calloc(ws->nr_rec ? ws->nr_rec : 1, sizeof(*out.tasks));
+	if (!out.tasks) {
+		pr_warn("out of memory: working set not written");
+		return -1;
+	}
+	for (size_t i = 0; i < ws->nr_rec; i++) {
+		struct ws_rec *r = &ws->rec[i];
+		if (!r->pid)
+			continue;
+		r->nr = dedupe(r->pages, r->nr);
+		out.tasks[out.nr_tasks++] = (struct img_ws_task){r->pid, r->nr, r->pages};
+		total += r->nr;
+	}
+	qsort(out.tasks, out.nr_tasks, sizeof(*out.tasks), cmp_task);
+	int ret = img_ws_write(ws->dir, &out, &err);
+	if (ret)
+		pr_warn("%s: working set not written", err.msg);
+	else
+		pr_info("working set: %llu pages of %zu tasks written to %s/%s", (unsigned long long)total,
+			out.nr_tasks, img_dir_path(ws->dir), IMG_WS_FILE);
+	e->stats.ws_recorded = total;
+	free(out.tasks); /* the pages are the records' */
+	return ret;
+}
+
+void lr_ws_free(struct lr_engine *e)
+{
+	struct lr_ws *ws = e->ws;
+
+	if (!ws)
+		return;
+	for (size_t i = 0; i < ws->nr_rec; i++)
+		free(ws->rec[i].pages);
+	free(ws->rec);
+	free(ws->q);
+	img_ws_free(&ws->file);
+	free(ws);
+	e->ws = NULL;
+}

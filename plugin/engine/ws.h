@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Working-set replay (images/ws.h has the file).  With recording on, the
+ * fault thread notes the dump-time address of every faulting page of a
+ * hand-off task, in order; at the end the list is written next to the
+ * images.  A later restore that finds a file made for this very dump installs
+ * each task's list first, from the fault thread, right after the task's
+ * hand-off: in batches of up to WS_BATCH pages, sorted and merged into runs,
+ * each run copied with UFFDIO_COPY_MODE_DONTWAKE and woken once at the end
+ * of its batch.  The fault thread does it itself, so no fault can look for
+ * a page between its removal from the pending ranges and its install, and a
+ * REMOVE read afterwards drops whatever a failed (EAGAIN) run gave back.
+ */
+#ifndef LAZYRESTORE_ENGINE_WS_H
+#define LAZYRESTORE_ENGINE_WS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "images/image.h"
+
+struct lr_engine;
+struct lr_task;
+
+/*
+ * Before the hand-off: read DIR's working-set file (a stale, foreign or bad
+ * one is ignored with a warning) and, with record, note first faults for
+ * lr_ws_save().  dir must outlive the engine.  -1 only if recording is
+ * impossible (the dump's identity unreadable).
+ */
+int lr_ws_setup(struct lr_engine *e, struct img_dir *dir, bool record);
+/* Engine lock held: a hand-off task; its working set is installed at the fault thread's next turn. */
+void lr_ws_task_added(struct lr_engine *e, struct lr_task *t);
+/* Fault thread: a fault on the page whose dump-time address is img. */
+void lr_ws_note(struct lr_engine *e, struct lr_task *t, uint64_t img);
+/* Fault thread, between faults: one batch of a working set; true while any is left. */
+bool lr_ws_replay_step(struct lr_engine *e);
+/* After the run: write the recorded working set (if recording). */
+int lr_ws_save(struct lr_engine *e);
+void lr_ws_free(struct lr_engine *e);
+
+#endif

@@ -1,0 +1,105 @@
+#!/bin/bash
+# timeout: 300
+# Working-set replay.  hugetouch (64 MiB of known words) is dumped once and
+# lazily restored by ours twice.  The first restore records (--record-ws)
+# while the program reads 256 scattered pages; the second finds the file,
+# installs the recorded pages right after the hand-off, before anything
+# else, and the same reads must then take fewer faults (the program counts
+# its minor faults): its stats must show every recorded page installed by the
+# working-set pass.  Each restore checks every word.  A second dump restored
+# with the first dump's file must ignore it with a warning.
+. "$(dirname "$0")/../lib/lazy.sh"
+
+d=$(scratch lazy-ws)
+d2=
+ws_cleanup() {
+	kill_memhogs "$d"
+	[ -n "$d2" ] && kill_memhogs "$d2"
+	return 0
+}
+at_exit ws_cleanup
+
+# ask DIR PID SIG FILE NAME: signal, wait for DIR/FILE.PID, print it (fails unless OK)
+ask() {
+	local dir=$1 p=$2 sig=$3 file=$4 name=$5 res
+	rm -f "$dir/$file.$p"
+	kill "-$sig" "$p" 2>/dev/null || { fail "$name" "task $p is not running"; return 1; }
+	wait_for_file "$dir/$file.$p" 120 || { fail "$name" "task $p wrote no $file"; return 1; }
+	res=$(cat "$dir/$file.$p")
+	[[ $res == OK* ]] || { fail "$name" "task $p: $res"; return 1; }
+	echo "$res"
+}
+
+stat_of() { sed -n "s/.*\"$2\": \\([0-9.]*\\).*/\\1/p" "$1" 2>/dev/null; }
+
+# restore_ws NAME IMG DIR PID [daemon options]: restore, let the program read its
+# 256 pages (after the working-set pass when the log will say so), wait for the
+# daemon, check every word.  Sets MINFLT and FAULTED (the pages whose read faulted).
+restore_ws() {
+	local name=$1 img=$2 dir=$3 p=$4 res
+	shift 4
+	MINFLT=
+	FAULTED=
+	wait_tree_gone "$img" || { fail "$name" "dumped pids still in use"; return 1; }
+	lazy_restore "$name" "$LAZYRESTORE" "$img" "$@" || return 1
+	if [ -s "$img/lazyrestore-ws.img" ] && [[ " $* " != *" --record-ws "* ]] &&
+		! grep -q 'ignored' "$img/lazy-pages-$name.log"; then
+		_bound_poll 30 grep -q 'working set installed' "$img/lazy-pages-$name.log" ||
+			fail "$name-ws-pass" "no 'working set installed' line in lazy-pages-$name.log"
+	fi
+	if res=$(ask "$dir" "$p" USR2 touched "$name-touch"); then
+		MINFLT=$(sed -n 's/.*minflt \([0-9]*\).*/\1/p' <<<"$res")
+		FAULTED=${res#*faulted}
+	fi
+	daemon_ok "$name" "$img"
+	ask "$dir" "$p" USR1 result "$name-words" >/dev/null && pass "$name-words"
+	kill_memhogs "$dir"
+	sleep 0.2
+}
+
+pid=$(start_hugetouch "$d" -m 64 -w 256) || { fail lazy-ws "hugetouch did not start"; finish; }
+criu_dump "$pid" "$d/img" || { fail lazy-ws-dump "$(first_err "$d/img/dump.log")"; finish; }
+
+restore_ws lazy-ws-record "$d/img" "$d" "$pid" --record-ws --workers 0
+m1=$MINFLT
+f1=$FAULTED
+rec=$(stat_of "$d/img/stats-lazy-ws-record.json" ws_recorded)
+if [ -s "$d/img/lazyrestore-ws.img" ] && [ "${rec:-0}" -gt 0 ]; then
+	pass "lazy-ws-recorded: $rec pages"
+else
+	fail "lazy-ws-recorded" "no working set written (ws_recorded ${rec:-?}): $(first_err "$d/img/lazy-pages-lazy-ws-record.log")"
+fi
+
+restore_ws lazy-ws-replay "$d/img" "$d" "$pid" --workers 0
+m2=$MINFLT
+f2=$FAULTED
+st=$d/img/stats-lazy-ws-replay.json
+got=$(stat_of "$st" ws_pages)
+skipped=$(stat_of "$st" ws_skipped)
+# every page whose read faulted while recording was recorded, so it must not fault after the replay
+again=$(comm -12 <(tr ' ' '\n' <<<"$f1" | sed '/^$/d' | sort) <(tr ' ' '\n' <<<"$f2" | sed '/^$/d' | sort) | tr '\n' ' ')
+n1=$(wc -w <<<"$f1")
+figures="recorded $rec pages, the replay installed ${got:-?} right after the hand-off in $(stat_of "$st" ws_ms) ms (${skipped:-?} not pending any more); of the 256 reads $n1 faulted while recording (${m1:-?} minor faults), ${m2:-?} minor faults after the replay, on pages never recorded"
+if [ -n "$rec" ] && [ "${got:-0}" -gt 0 ] && [ $((got + skipped)) = "$rec" ] && [ "$n1" -gt 0 ] &&
+	[ -z "$again" ] && [ -n "$m2" ] && [ "$m2" -lt "$m1" ]; then
+	pass "lazy-ws-replayed: $figures"
+else
+	fail "lazy-ws-replayed" "$figures${again:+; faulted again after the replay: pages $again}"
+fi
+
+# A foreign file: another dump of the same program must not take it.
+d2=$(scratch lazy-ws-foreign)
+pid2=$(start_hugetouch "$d2" -m 64 -w 256) || { fail lazy-ws-foreign "hugetouch did not start"; finish; }
+criu_dump "$pid2" "$d2/img" || { fail lazy-ws-foreign-dump "$(first_err "$d2/img/dump.log")"; finish; }
+cp "$d/img/lazyrestore-ws.img" "$d2/img/" 2>/dev/null
+restore_ws lazy-ws-foreign "$d2/img" "$d2" "$pid2" --workers 0
+line=$(grep -m1 'recorded for another dump' "$d2/img/lazy-pages-lazy-ws-foreign.log")
+got2=$(stat_of "$d2/img/stats-lazy-ws-foreign.json" ws_pages)
+if [ -n "$line" ] && [ "${got2:-x}" = 0 ]; then
+	pass "lazy-ws-foreign-ignored"
+	echo "    ${line#*) }"
+else
+	fail "lazy-ws-foreign-ignored" "warning '${line:-none}', ws_pages ${got2:-?}"
+fi
+kill_memhogs "$d2"
+finish
