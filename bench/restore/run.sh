@@ -24,7 +24,8 @@
 # Every run's program checks every word of its memory; a mismatch aborts the bench.
 # LR_ARGS="--prefetch-step 64 ..." passes extra options to lazyrestore lazy-pages;
 # LR_BIN=PATH runs another build of it; LR_BASE=PATH adds a third daemon, "base",
-# that build of lazyrestore, to each run (A/B of two commits side by side).
+# that build of lazyrestore, to each run (A/B of two commits side by side), with
+# LR_BASE_ARGS instead of LR_ARGS if set (A/B of two settings: LR_BASE=build/lazyrestore).
 # criu runs with the caller's environment (CRIU_FAULT=130 where criu needs it).
 set -euo pipefail
 here=$(dirname "$0")
@@ -89,10 +90,12 @@ one_run() {
 	if [ "$daemon" = stock ]; then
 		"$CRIU" lazy-pages -D "$w/img" -o "lazy-$daemon.log" --status-fd 3 3>"$w/status" &
 	else
-		local bin=$LAZYRESTORE stats=$out/stats-$size-$touches-$program-$rep.json
-		[ "$daemon" = base ] && bin=$LR_BASE stats=$out/stats-base-$size-$touches-$program-$rep.json
-		# shellcheck disable=SC2086 # LR_ARGS is a list of options
-		"$bin" lazy-pages ${LR_ARGS:-} -D "$w/img" -o "lazy-$daemon.log" \
+		local bin=$LAZYRESTORE stats=$out/stats-$size-$touches-$program-$rep.json args=${LR_ARGS:-}
+		if [ "$daemon" = base ]; then
+			bin=$LR_BASE stats=$out/stats-base-$size-$touches-$program-$rep.json args=${LR_BASE_ARGS:-$args}
+		fi
+		# shellcheck disable=SC2086 # args is a list of options
+		"$bin" lazy-pages $args -D "$w/img" -o "lazy-$daemon.log" \
 			--stats "$stats" --status-fd 3 3>"$w/status" &
 	fi
 	dpid=$!
