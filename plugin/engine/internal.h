@@ -19,7 +19,8 @@
  * A prefetch UFFDIO_COPY runs inside the task's gate, so the fault thread may
  * wait for one of them per copier.  Steps start at PREFETCH_STEP_MIN, go back to
  * it whenever a fault was served since the last step, and double while none
- * comes, up to the largest step (--prefetch-step, or the page source's probe).
+ * comes (once PREFETCH_CALM_STEPS steps in a row saw none), up to the largest
+ * step (--prefetch-step, or the page source's probe).
  */
 #define PREFETCH_STEP_MIN (64UL << 10)
 /*

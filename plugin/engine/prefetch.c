@@ -133,7 +133,7 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 
 	if (off >= len)
 		return false;
-	/* small steps while faults come; doubling while none does */
+	/* small steps and pieces while faults come; doubling once PREFETCH_CALM_STEPS saw none */
 	if (faults != c->faults || !c->step) {
 		c->step = PREFETCH_STEP_MIN;
 		c->calm = 0;
