@@ -4,6 +4,7 @@
 # beside this machine's UFFDIO_COPY floor (bench/copyfloor).
 #   run.sh [--quick] [--full-floor] [--rows "SIZE:TOUCHES:PROGRAMS ..."] [--reps 5] [--floor-reps 5]
 #          [--sizes "MIB..." --touches N --programs "busy idle"]   (one row per size)
+#          [--no-floor]   (no copy floor nor probe: A/B runs of the daemons only)
 # Default rows: 256:1000:busy,idle 1024:1000:busy,idle 512:20000:busy
 # (--quick: 256:1000:busy,idle 512:20000:busy and the quick floor matrix).
 # The restored program touches TOUCHES random pages at once, then checks every word:
@@ -21,13 +22,17 @@
 # floor "all resident" is read against.  Then the run-time probe an engine
 # could use to choose between mmap and pread (copyfloor -P), with its cost.
 # Every run's program checks every word of its memory; a mismatch aborts the bench.
-# LR_ARGS="--prefetch-step 64 ..." passes extra options to lazyrestore lazy-pages.
+# LR_ARGS="--prefetch-step 64 ..." passes extra options to lazyrestore lazy-pages;
+# LR_BIN=PATH runs another build of it; LR_BASE=PATH adds a third daemon, "base",
+# that build of lazyrestore, to each run (A/B of two commits side by side), with
+# LR_BASE_ARGS instead of LR_ARGS if set (A/B of two settings: LR_BASE=build/lazyrestore).
 # criu runs with the caller's environment (CRIU_FAULT=130 where criu needs it).
 set -euo pipefail
 here=$(dirname "$0")
 . "$here/../../test/lib/common.sh"
+LAZYRESTORE=${LR_BIN:-$LAZYRESTORE}
 
-rows="256:1000:busy,idle 1024:1000:busy,idle 512:20000:busy" reps=5 floor_reps=5 quick=0 full_floor=0
+rows="256:1000:busy,idle 1024:1000:busy,idle 512:20000:busy" reps=5 floor_reps=5 quick=0 full_floor=0 no_floor=0
 # The floor's kinds by default: those in the race on the hosts measured so far
 # (bench/README.md); --full-floor runs every kind (O_DIRECT, UFFDIO_MOVE, ...) at 256 MiB and 1 GiB.
 FLOOR_256_KINDS=mmap-populate,pread,preadv,memfd-sendfile
@@ -36,13 +41,14 @@ PROBE_MIB=16
 sizes="" touches=1000 programs="busy idle"
 usage() {
 	echo "usage: run.sh [--quick] [--full-floor] [--rows \"SIZE:TOUCHES:PROGRAMS ...\"] [--reps N] [--floor-reps N]" \
-		"[--sizes \"MIB...\"] [--touches N] [--programs \"busy idle\"]" >&2
+		"[--sizes \"MIB...\"] [--touches N] [--programs \"busy idle\"] [--no-floor]" >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 rows="256:1000:busy,idle 512:20000:busy"; shift ;;
 	--full-floor) full_floor=1; shift ;;
+	--no-floor) no_floor=1; shift ;;
 	--rows) rows=$2; shift 2 ;;
 	--sizes) sizes=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
@@ -84,9 +90,13 @@ one_run() {
 	if [ "$daemon" = stock ]; then
 		"$CRIU" lazy-pages -D "$w/img" -o "lazy-$daemon.log" --status-fd 3 3>"$w/status" &
 	else
-		# shellcheck disable=SC2086 # LR_ARGS is a list of options
-		"$LAZYRESTORE" lazy-pages ${LR_ARGS:-} -D "$w/img" -o "lazy-$daemon.log" \
-			--stats "$out/stats-$size-$touches-$program-$rep.json" --status-fd 3 3>"$w/status" &
+		local bin=$LAZYRESTORE stats=$out/stats-$size-$touches-$program-$rep.json args=${LR_ARGS:-}
+		if [ "$daemon" = base ]; then
+			bin=$LR_BASE stats=$out/stats-base-$size-$touches-$program-$rep.json args=${LR_BASE_ARGS:-$args}
+		fi
+		# shellcheck disable=SC2086 # args is a list of options
+		"$bin" lazy-pages $args -D "$w/img" -o "lazy-$daemon.log" \
+			--stats "$stats" --status-fd 3 3>"$w/status" &
 	fi
 	dpid=$!
 	timeout 30 head -c1 "$w/status" >/dev/null
@@ -120,7 +130,7 @@ for row in $rows; do
 	criu_dump "$pid" "$w/img" || { echo "bench: dump of $size MiB failed" >&2; exit 1; }
 	sync # the dump's writeback would otherwise slow whichever daemon runs first
 	pages=$(find "$w/img" -name 'pages-*.img' -printf '%s %p\n' | sort -n | tail -n1 | cut -d' ' -f2)
-	if [[ $floor_done != *" $size "* ]]; then
+	if [ "$no_floor" = 0 ] && [[ $floor_done != *" $size "* ]]; then
 		floor_done="$floor_done$size "
 		fargs=()
 		if [ "$full_floor" = 1 ] && { [ "$size" = 256 ] || [ "$size" = 1024 ]; }; then
@@ -140,7 +150,13 @@ for row in $rows; do
 	for program in ${progs//,/ }; do
 		for rep in $(seq 1 "$reps"); do
 			# alternate who goes first, so page-cache warmth favours neither
-			if [ $((rep % 2)) = 1 ]; then order="stock ours"; else order="ours stock"; fi
+			if [ -n "${LR_BASE:-}" ]; then
+				case $((rep % 3)) in
+				1) order="stock ours base" ;;
+				2) order="base stock ours" ;;
+				*) order="ours base stock" ;;
+				esac
+			elif [ $((rep % 2)) = 1 ]; then order="stock ours"; else order="ours stock"; fi
 			for daemon in $order; do
 				one_run "$size" "$touches" "$program" "$daemon" "$rep"
 				tail -n1 "$raw" | awk -F'\t' '{ printf "  %5s MiB %5s touches %-4s %-5s rep %s: restore %.3f s, resident %.3f s, touch p50 %.1f p99 %.1f us, %d faulting touches p50 %.1f p99 %.1f us\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $12, $10, $11 }'

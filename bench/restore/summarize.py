@@ -84,12 +84,13 @@ def floor_tables(floor):
     return best
 
 
-def restore_tables(rows, best):
+def restore_tables(rows, best, a="stock", b="ours"):
     metrics = [("restore_s", "restore returns (s)", 3), ("resident_s", "all resident (s)", 3),
                ("p50_us", "first touches p50 (us)", 1), ("p99_us", "first touches p99 (us)", 1),
                ("fault_p50_us", "fault p50 (us)", 1), ("fault_p99_us", "fault p99 (us)", 1),
                ("faults", "touches that faulted", 0)]
-    print("| size | touches | program | metric | stock criu lazy-pages | lazyrestore | ours/stock |")
+    names = {"stock": "stock criu lazy-pages", "ours": "lazyrestore", "base": "lazyrestore (LR_BASE)"}
+    print(f"| size | touches | program | metric | {names[a]} | {names[b]} | {b}/{a} |")
     print("|---|---|---|---|---|---|---|")
     groups = sorted({(int(r["size_mib"]), int(r["touches"]), r["program"]) for r in rows},
                     key=lambda g: (g[1], g[0], g[2]))
@@ -97,20 +98,21 @@ def restore_tables(rows, best):
     for size, touches, prog in groups:
         sel = [r for r in rows if (int(r["size_mib"]), int(r["touches"]), r["program"]) == (size, touches, prog)]
         for key, label, nd in metrics:
-            v = {d: mmm([float(r[key]) for r in sel if r["daemon"] == d]) for d in ("stock", "ours")}
+            v = {d: mmm([float(r[key]) for r in sel if r["daemon"] == d]) for d in (a, b)}
+            v["stock"], v["ours"] = v[a], v[b]
             ratio = v["ours"][1] / v["stock"][1] if v["stock"][1] else float("nan")
             print(f"| {size_name(size)} | {touches} | {prog} | {label} | {fmt(v['stock'], nd)} | {fmt(v['ours'], nd)} "
                   f"| {ratio:.2f} |")
             if key == "resident_s":
                 n = len([r for r in sel if r["daemon"] == "ours"])
-                spreads.append(f"  {size_name(size)} {touches} {prog}: stock {spread(v['stock']):.0f}%, "
-                               f"ours {spread(v['ours']):.0f}% ({n} runs each)")
+                spreads.append(f"  {size_name(size)} {touches} {prog}: {a} {spread(v['stock']):.0f}%, "
+                               f"{b} {spread(v['ours']):.0f}% ({n} runs each)")
                 if size in best:
                     (_, kind, step, thr), fv = best[size]
                     closeness.append(f"  {size_name(size)} {touches} {prog}: stock {v['stock'][1] / fv[1]:.2f}x, "
                                      f"ours {v['ours'][1] / fv[1]:.2f}x the floor {fv[1]:.3f} s "
                                      f"({kind}, {step} KiB steps, {thr} thread{'s' if thr > 1 else ''})")
-    print("\ncells: median (min-max) over the runs; ours/stock: ratio of the medians")
+    print(f"\ncells: median (min-max) over the runs; {b}/{a}: ratio of the medians")
     print("run-to-run spread of all resident, (max-min)/median:")
     print("\n".join(spreads))
     if closeness:
@@ -125,6 +127,9 @@ def tables(raw, floorfile):
     print()
     if rows:
         restore_tables(rows, best)
+    if any(r["daemon"] == "base" for r in rows):
+        print("\nA/B: this build against LR_BASE, the same runs")
+        restore_tables(rows, {}, "base", "ours")
     print(f"\nraw data: {raw}, {floorfile}")
 
 

@@ -198,7 +198,15 @@ bool lr_claim_take(struct lr_engine *e, struct lr_claim *c)
 		lr_engine_fail_locked(e, "out of memory in prefetch");
 		return false;
 	}
-	*c = (struct lr_claim){.t = t, .start = r.start, .end = r.end, .img = r.img, .buf = c->buf, .step = c->step};
+	/* the copier's pace (step, faults seen, calm) carries over from its last chunk */
+	*c = (struct lr_claim){.t = t,
+			       .start = r.start,
+			       .end = r.end,
+			       .img = r.img,
+			       .buf = c->buf,
+			       .step = c->step,
+			       .faults = c->faults,
+			       .calm = c->calm};
 	e->hint_addr = r.end; /* the next worker continues after this chunk */
 	return true;
 }

@@ -279,7 +279,11 @@ int lr_drain_uffd(struct lr_engine *e, struct lr_task *t)
 				deferred[nd++] = msgs[i].arg.pagefault.address;
 			}
 		}
-		if (nr > 0)
+		/*
+		 * A short batch emptied the uffd: epoll reports the next message, so
+		 * no second read (and wait at the gate) before the thread moves on.
+		 */
+		if (nr == MSG_BATCH || (nr > 0 && nd))
 			continue;
 		if (!nd)
 			return 0;

@@ -21,13 +21,21 @@
  * A prefetch UFFDIO_COPY runs inside the task's gate, so the fault thread may
  * wait for one of them per copier.  Steps start at PREFETCH_STEP_MIN, go back to
  * it whenever a fault was served since the last step, and double while none
- * comes, up to the largest step (--prefetch-step, or the page source's probe).
+ * comes (once PREFETCH_CALM_STEPS steps in a row saw none), up to the largest
+ * step (--prefetch-step, or the page source's probe).
  */
 #define PREFETCH_STEP_MIN (64UL << 10)
-#define MAX_WORKERS	  8
-#define OWN_CLAIM	  MAX_WORKERS /* the fault thread's own prefetch claim */
-#define NR_CLAIMS	  (MAX_WORKERS + 1)
-#define PREFETCH_NICE	  10
+/*
+ * A step is copied in pieces of PREFETCH_STEP_MIN, or of PREFETCH_PIECE_NEAR
+ * while faults come (until PREFETCH_CALM_STEPS steps in a row saw none): a
+ * fault then waits behind a quarter of the copy.
+ */
+#define PREFETCH_PIECE_NEAR (16UL << 10)
+#define PREFETCH_CALM_STEPS 8
+#define MAX_WORKERS	    8
+#define OWN_CLAIM	    MAX_WORKERS /* the fault thread's own prefetch claim */
+#define NR_CLAIMS	    (MAX_WORKERS + 1)
+#define PREFETCH_NICE	    10
 /* how long after the marker a criu that stays (no -d) is taken as done with the tasks */
 #define RESTORE_OVER_MS 200
 
@@ -55,7 +63,7 @@ enum lr_stage {
  *   gate                            its own atomics (gate.h)
  * lr_claim
  *   t start end img                 lock, by its copier (take_chunk, release_claim)
- *   data step faults                its copier only; buf: allocated at create, filled by its copier
+ *   data step faults calm           its copier only; buf: allocated at create, filled by its copier
  *   done                            its copier, atomic store inside the gate (a worker) or
  *                                   ungated (OWN_CLAIM); others load it atomically, and get
  *                                   its final value inside the task's gate read side
@@ -99,6 +107,7 @@ struct lr_claim {
 	uint8_t *buf;	  /* the copier's buffer, for a source that copies */
 	uint64_t step;	  /* the next step's size */
 	uint64_t faults;  /* e->fault_seq when the last step began */
+	unsigned calm;	  /* steps in a row that began with no fault served since the one before */
 	uint64_t done;	  /* bytes from start handled */
 	bool cancelled;	  /* an event, a steal or the task's end took it back */
 };

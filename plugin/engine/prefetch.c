@@ -45,12 +45,25 @@ static void sched_idle(pthread_t th, bool on)
 }
 
 /*
+ * A worker the fault thread waits for at a gate runs at once: SCHED_FIFO for
+ * the rest of its one piece of copy, if allowed (a SCHED_OTHER thread at the
+ * worker's nice level can wait a scheduler slice behind the restored program).
+ */
+static void sched_boost(pthread_t th)
+{
+	struct sched_param sp = {.sched_priority = 1};
+
+	if (pthread_setschedparam(th, SCHED_FIFO, &sp))
+		sched_idle(th, false);
+}
+
+/*
  * A worker inside a task's gate holds up the fault thread's read of that uffd.
  * Preempted there in SCHED_IDLE, it would wait until a core has nothing else
  * to run (a busy program and the fault thread keep both busy): an inversion
  * seen as millisecond fault waits.  So when the fault thread's spin at the
- * gate runs out, it makes the worker inside an ordinary thread, and the worker
- * goes back to idle time when it leaves the gate.
+ * gate runs out, it raises the worker inside (sched_boost), and the worker
+ * goes back to idle time when it leaves the gate, between pieces too.
  */
 static void gate_enter(struct lr_worker *w, struct lr_task *t)
 {
@@ -84,8 +97,8 @@ static void raise_gate_holders(void *arg)
 		struct lr_worker *w = &gs->e->workers[i];
 		if (__atomic_load_n(&w->in_gate, __ATOMIC_SEQ_CST) != gs->t)
 			continue;
-		/* raised first, flagged after: a worker that misses the flag stays ordinary a while */
-		sched_idle(w->th, false);
+		/* raised first, flagged after: a worker that misses the flag stays raised a while */
+		sched_boost(w->th);
 		__atomic_store_n(&w->boosted, true, __ATOMIC_SEQ_CST);
 	}
 }
@@ -100,7 +113,7 @@ void lr_prefetch_gate_read_lock(struct lr_engine *e, struct lr_task *t)
 /*
  * One step of a claim: its data from the source (read into the copier's buffer
  * outside the gate, or the source's mapping), then UFFDIO_COPYs of at most
- * PREFETCH_STEP_MIN each, so that a fault waits behind one of those only: a
+ * PREFETCH_STEP_MIN each (PREFETCH_PIECE_NEAR while faults come), so that a fault waits behind one of those only: a
  * worker leaves the gate between them when the fault thread wants in, the
  * fault thread (its own claim, ungated) stops when a uffd has something to
  * read.  False once the claim is done, taken back or failed.  No engine lock:
@@ -120,15 +133,19 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 
 	if (off >= len)
 		return false;
-	/* small steps while faults come; doubling while none does */
-	if (faults != c->faults || !c->step)
+	/* small steps and pieces while faults come; doubling once PREFETCH_CALM_STEPS saw none */
+	if (faults != c->faults || !c->step) {
 		c->step = PREFETCH_STEP_MIN;
-	else if (c->step < e->o.prefetch_step)
+		c->calm = 0;
+	} else if (c->calm < PREFETCH_CALM_STEPS) {
+		c->calm++;
+	} else if (c->step < e->o.prefetch_step)
 		c->step *= 2;
 	if (c->step > e->o.prefetch_step)
 		c->step = e->o.prefetch_step;
 	c->faults = faults;
 	uint64_t step = len - off < c->step ? len - off : c->step;
+	uint64_t piece = c->calm < PREFETCH_CALM_STEPS ? PREFETCH_PIECE_NEAR : PREFETCH_STEP_MIN;
 	/* the file read happens outside the gate: only the copy must not start during an event read */
 	if (e->src->copies) {
 		const void *p;
@@ -141,10 +158,10 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 	if (gated)
 		gate_enter(w, t);
 	for (uint64_t sub = 0; sub < step && r == INSTALL_OK && !stopped;) {
-		uint64_t l = step - sub < PREFETCH_STEP_MIN ? step - sub : PREFETCH_STEP_MIN, done = 0, installed = 0;
+		uint64_t l = step - sub < piece ? step - sub : piece, done = 0, installed = 0;
 		if (sub && gated && lr_gate_reader_waits(&t->gate)) {
-			lr_gate_copy_exit(&t->gate);
-			lr_gate_copy_enter(&t->gate);
+			gate_exit(w, t);
+			gate_enter(w, t);
 		}
 		if (sub && !gated && lr_fault_waiting(e))
 			break;
