@@ -172,6 +172,18 @@ fi
 [ "$daemon" != plugin ] || [ "$mode" = eager ] || [ -n "$plugin_dir" ] ||
 	die_usage "--daemon plugin: no lazyrestore.so (run make, or give --plugin-dir)"
 
+state_field() { # ID FIELD: a string or number field of `runc state ID`
+	"${RUNC[@]}" state "$1" 2>/dev/null | sed -n "s/^ *\"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p"
+}
+if [ "$role" != destination ]; then
+	st=$(state_field "$src" status)
+	[ "$st" = running ] || { say "$src: not a running container (runc state: '${st:-none}')"; exit 1; }
+fi
+if [ "$role" != source ] && "${RUNC[@]}" state "$dst" >/dev/null 2>&1; then
+	say "$dst: a container of that name exists already"
+	exit 1
+fi
+
 if [ -z "$images" ]; then
 	if [ "$role" = destination ]; then
 		images=$dst_images
@@ -234,10 +246,6 @@ free_port() {
 	return 1
 }
 
-state_field() { # ID FIELD: a string or number field of `runc state ID`
-	"${RUNC[@]}" state "$1" 2>/dev/null | sed -n "s/^ *\"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p"
-}
-
 CK_PID=''
 cleanup() {
 	if [ -n "$CK_PID" ] && kill -0 "$CK_PID" 2>/dev/null; then
@@ -250,9 +258,6 @@ trap cleanup EXIT
 
 # ---- source: checkpoint ----------------------------------------------------
 source_start() {
-	local status
-	status=$(state_field "$src" status)
-	[ "$status" = running ] || { say "$src: not a running container (runc state: '${status:-none}')"; return 1; }
 	[ -n "$bundle" ] || bundle=$(state_field "$src" bundle)
 	local args=(checkpoint --image-path "$images" --work-path "$images")
 	if [ "$mode" = remote ]; then
