@@ -9,6 +9,9 @@
 #                  lazily by `lazyrestore lazy-pages`
 #   images/plugin  the same, the daemon started by the CRIU plugin inside
 #                  runc's `criu swrk`
+#   remote-split   remote/stock as two hosts do it: `--role source` and
+#                  `--role destination` apart, the images copied by a --copy
+#                  script
 # (remote/ours once `lazyrestore lazy-pages` has --page-server.)  Each time:
 # DBSIZE and every value at the destination as put in, the source container
 # gone, and the restored one serving (a new key set and read back).
@@ -51,8 +54,13 @@ variant() {
 	pid=$CT_PID
 	ns=$(readlink "/proc/$pid/ns/pid")
 
-	migrate "$name" "$src" "$dst" --mode "$mode" --daemon "$daemon" --images "$v/img" \
-		--bundle "$v/dst" --work "$v/work" --times "$v/times" "$@" || return 1
+	if [[ $name == *-split ]]; then
+		migrate_split "$name" "$src" "$dst" "$v" --mode "$mode" --daemon "$daemon" \
+			--bundle "$v/dst" --work "$v/work" "$@" || return 1
+	else
+		migrate "$name" "$src" "$dst" --mode "$mode" --daemon "$daemon" --images "$v/img" \
+			--bundle "$v/dst" --work "$v/work" --times "$v/times" "$@" || return 1
+	fi
 	CT_PID=$(ct_field "$dst" pid)
 	lazy_pages_left "$name" "$v/work/restore.log"
 	check_redis "$name" "$v"
@@ -69,6 +77,8 @@ variant() {
 variant remote-stock remote stock
 variant images-ours images ours --dst-images "$d/images-ours/dst-img"
 variant images-plugin images plugin
+# two hosts' flow: each side on its own (--role), the images copied between
+variant remote-split remote stock --address 127.0.0.1 --port "$(free_port)"
 if "$LAZYRESTORE" lazy-pages --help 2>&1 | grep -q -- '--page-server'; then
 	variant remote-ours remote ours
 else

@@ -37,7 +37,7 @@ ct_field() {
 CT_NETNS=()
 # ct_netns NAME: a network namespace /run/netns/NAME with its loopback up.
 ct_netns() {
-	ip netns del "$1" 2>/dev/null
+	ip netns del "$1" 2>/dev/null || true
 	ip netns add "$1" && ip -n "$1" link set lo up && CT_NETNS+=("$1")
 }
 
@@ -91,7 +91,7 @@ ct_cleanup() {
 	for id in "${RUNC_IDS[@]}"; do
 		rc_runc state "$id" >/dev/null 2>&1 && rc_runc delete -f "$id" >/dev/null 2>&1
 	done
-	for id in "${CT_NETNS[@]}"; do ip netns del "$id" 2>/dev/null; done
+	for id in "${CT_NETNS[@]}"; do ip netns del "$id" 2>/dev/null || true; done
 	return 0
 }
 
@@ -192,6 +192,40 @@ migrate() {
 _ct_dead() {
 	[ "$(readlink "/proc/$1/ns/pid" 2>/dev/null)" = "$2" ] || return 0
 	[ "$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null)" = Z ]
+}
+
+# migrate_split NAME SRC DST WORKDIR ARGS...: the two-host flow on one host:
+# `migrate-runc.sh --role source` in the background, its --copy (a script
+# standing in for rsync) copies the images to WORKDIR/dst-img and marks them
+# handed over, then `--role destination` restores from that copy.  ARGS go
+# to both sides (--mode, --port...).  PASS/FAIL NAME-migrate.
+migrate_split() {
+	local name=$1 src=$2 dst=$3 v=$4 spid rc src_rc
+	shift 4
+	RUNC_IDS+=("$dst")
+	MIGRATE_LOG=$v/destination.log
+	printf '#!/bin/bash\ncp -a "$1/." "$2/" && touch "$2/../handed-over"\n' >"$v/handover.sh"
+	chmod +x "$v/handover.sh"
+	mkdir -p "$v/dst-img"
+	local common=(--root "$RUNC_ROOT" --criu "$CRIU" --lazyrestore "$LAZYRESTORE" --timeout 180 "$@")
+	bounded_start -o "$v/source.log" "migrate-runc.sh --role source ($name)" "$v/source.log" \
+		"$MIGRATE" "${common[@]}" --role source --images "$v/img" --dst-images "$v/dst-img" \
+		--copy "$v/handover.sh" "$src" "$dst"
+	spid=$BOUNDED_PID
+	wait_until 60 "the source side handing the images over ($name)" "$v/source.log" test -e "$v/handed-over"
+	run_bounded -o "$MIGRATE_LOG" 240 "migrate-runc.sh --role destination ($name)" "$MIGRATE_LOG" \
+		"$MIGRATE" "${common[@]}" --role destination --dst-images "$v/dst-img" "$src" "$dst"
+	rc=$?
+	bounded_wait 240 "$spid"
+	src_rc=$?
+	if [ $rc -eq 0 ] && [ $src_rc -eq 0 ]; then
+		pass "$name-migrate"
+	else
+		fail "$name-migrate" "source: $(tail -n1 "$v/source.log"); destination: $(tail -n1 "$MIGRATE_LOG")"
+	fi
+	sed 's/^/    source: /' "$v/source.log"
+	sed 's/^/    destination: /' "$MIGRATE_LOG"
+	[ $rc -eq 0 ]
 }
 
 # ct_gone NAME ID PID PIDNS: after the migration the source container is
