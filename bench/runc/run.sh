@@ -73,14 +73,9 @@ one_run() {
 	mode=${variant%%-*} daemon=${variant#*-}
 	[ "$variant" = eager ] && daemon=stock
 	v=$w/$size-$variant-$rep src=bs$$-$rep dst=bd$$-$rep
-	mkdir -p "$v"
-	local args=(/usr/bin/redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no
-		--daemonize no --logfile '' --enable-debug-command yes)
-	ct_netns "lr-$src" && ct_netns "lr-$dst" || die "ip netns add failed"
-	ct_bundle "$v/src" "$v/share" "lr-$src" "${args[@]}" >"$v/bundle.log" 2>&1 &&
-		ct_bundle "$v/dst" "$v/share" "lr-$dst" "${args[@]}" >>"$v/bundle.log" 2>&1 ||
-		die "bundle: $(tail -n1 "$v/bundle.log")"
-	ct_run "$src" "$v/src" || die "runc run: $(tail -n1 "$v/src/runc-run.log")"
+	ct_pair "$variant" "$v" "$src" "$dst" /usr/bin/redis-server --port "$PORT" --bind 127.0.0.1 \
+		--save '' --appendonly no --daemonize no --logfile '' --enable-debug-command yes ||
+		die "the containers could not be set up"
 	wait_until 30 "redis-server in $src answering" /dev/null redis_up "lr-$src"
 	[ "$(rcli_ns "lr-$src" DEBUG POPULATE "$keys" key $VLEN)" = OK ] || die "DEBUG POPULATE failed"
 	if [ -z "${DIGEST[$size]:-}" ]; then

@@ -35,17 +35,8 @@ redis_up() { [ "$(rcli PING 2>/dev/null)" = PONG ]; }
 variant() {
 	local name=$1 mode=$2 daemon=$3 v=$d/$1 src=rs-$1-$$ dst=rd-$1-$$ pid ns got
 	shift 3
-	mkdir -p "$v"
-	local args=(/usr/bin/redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no
-		--daemonize no --logfile '')
-	# two network namespaces, as two hosts would have
-	if ! ct_netns "lr-$src" >"$v/bundle.log" 2>&1 || ! ct_netns "lr-$dst" >>"$v/bundle.log" 2>&1 ||
-		! ct_bundle "$v/src" "$v/share" "lr-$src" "${args[@]}" >>"$v/bundle.log" 2>&1 ||
-		! ct_bundle "$v/dst" "$v/share" "lr-$dst" "${args[@]}" >>"$v/bundle.log" 2>&1; then
-		fail "$name-bundle" "$(tail -n1 "$v/bundle.log")"
-		return 1
-	fi
-	ct_run "$src" "$v/src" || { fail "$name-run" "runc run: $(tail -n1 "$v/src/runc-run.log")"; return 1; }
+	ct_pair "$name" "$v" "$src" "$dst" /usr/bin/redis-server --port "$REDIS_PORT" --bind 127.0.0.1 \
+		--save '' --appendonly no --daemonize no --logfile '' || return 1
 	wait_until 30 "redis-server in $src answering" /dev/null redis_up
 	[ "$name" = remote-stock ] && ct_netns_ok runc-redis "$src"
 	redis_data "$v" "$RANDOM$RANDOM"

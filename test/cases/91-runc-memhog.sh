@@ -25,15 +25,7 @@ _ready() { [ "$(memhog_pids "$2" | wc -l)" -ge "$1" ]; }
 variant() {
 	local name=$1 mode=$2 daemon=$3 mib=$4 v=$d/$1 src=ms-$1-$$ dst=md-$1-$$ pid ns
 	shift 4
-	mkdir -p "$v"
-	local args=(/progs/memhog -d /share -m "$mib" -f -t 2)
-	if ! ct_netns "lr-$src" >"$v/bundle.log" 2>&1 || ! ct_netns "lr-$dst" >>"$v/bundle.log" 2>&1 ||
-		! ct_bundle "$v/src" "$v/share" "lr-$src" "${args[@]}" >>"$v/bundle.log" 2>&1 ||
-		! ct_bundle "$v/dst" "$v/share" "lr-$dst" "${args[@]}" >>"$v/bundle.log" 2>&1; then
-		fail "$name-bundle" "$(tail -n1 "$v/bundle.log")"
-		return 1
-	fi
-	ct_run "$src" "$v/src" || { fail "$name-run" "runc run: $(tail -n1 "$v/src/runc-run.log")"; return 1; }
+	ct_pair "$name" "$v" "$src" "$dst" /progs/memhog -d /share -m "$mib" -f -t 2 || return 1
 	# memhog and its fork child
 	wait_until 120 "memhog ($mib MiB) in $src getting ready" /dev/null _ready 2 "$v/share"
 	pid=$CT_PID

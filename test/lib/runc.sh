@@ -128,6 +128,23 @@ runc_ready() {
 	return 1
 }
 
+# ct_pair NAME V SRC DST ARGS...: the source and destination of one
+# migration: a network namespace each (lr-SRC, lr-DST: two hosts would have
+# two), bundles V/src and V/dst running ARGS with V/share at /share, and SRC
+# started (CT_PID).  On failure one FAIL line (NAME-bundle or NAME-run).
+ct_pair() {
+	local name=$1 v=$2 src=$3 dst=$4
+	shift 4
+	mkdir -p "$v"
+	if ! ct_netns "lr-$src" >"$v/bundle.log" 2>&1 || ! ct_netns "lr-$dst" >>"$v/bundle.log" 2>&1 ||
+		! ct_bundle "$v/src" "$v/share" "lr-$src" "$@" >>"$v/bundle.log" 2>&1 ||
+		! ct_bundle "$v/dst" "$v/share" "lr-$dst" "$@" >>"$v/bundle.log" 2>&1; then
+		fail "$name-bundle" "$(tail -n1 "$v/bundle.log")"
+		return 1
+	fi
+	ct_run "$src" "$v/src" || { fail "$name-run" "runc run: $(tail -n1 "$v/src/runc-run.log")"; return 1; }
+}
+
 # ct_netns_ok NAME ID: the container's network has the loopback device and nothing else.
 ct_netns_ok() {
 	local name=$1 pid addrs
