@@ -48,7 +48,8 @@ options:
                          hosts: the source host's address on the link)
   --port PORT            its TCP port (default: a free one from 27100 up)
   --images DIR           where `runc checkpoint` writes the images (default: a
-                         new directory under /var/tmp)
+                         new directory under /var/tmp, removed after a
+                         successful migration unless --keep or --no-wait)
   --dst-images DIR       the destination's copy of the images (default: the
                          same directory: one host)
   --copy CMD             how the images reach --dst-images, run as
@@ -79,6 +80,7 @@ options:
                          restore_done, resident, source_gone
   --no-wait              return as soon as DST_ID runs (nothing is checked
                          after that; the daemon and runc checkpoint go on)
+  --keep                 keep the default images directory (and its logs)
   -h, --help             this text
 
 Exit status: 0 when DST_ID runs, every page reached it and SRC_ID is gone;
@@ -98,11 +100,12 @@ now() { echo "${EPOCHREALTIME/,/.}"; }
 
 mode=remote daemon='' address=127.0.0.1 port='' images='' dst_images='' copy='' work=''
 bundle='' role=both root='' runc_bin=runc criu='' lazyrestore='' plugin_dir='' timeout=300
-times='' wait=1
+times='' wait=1 keep=0 made_images=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage; exit 0 ;;
 	--no-wait) wait=0; shift; continue ;;
+	--keep) keep=1; shift; continue ;;
 	--mode | --daemon | --address | --port | --images | --dst-images | --copy | --work | --bundle | \
 		--role | --root | --runc | --criu | --lazyrestore | --plugin-dir | --timeout | --times)
 		[ $# -ge 2 ] || die_usage "$1 needs a value"
@@ -189,6 +192,7 @@ if [ -z "$images" ]; then
 		images=$dst_images
 	else
 		images=$(mktemp -d /var/tmp/migrate-runc.XXXXXX) || exit 1
+		made_images=1
 	fi
 fi
 dst_images=${dst_images:-$images}
@@ -330,7 +334,7 @@ daemon_start() {
 restore() {
 	local args=(restore -d --image-path "$dst_images" --work-path "$work" --bundle "$bundle")
 	[ "$mode" = eager ] || args+=(--lazy-pages)
-	say "restore $dst as $mode${daemon:+ ($daemon)} from $dst_images, bundle $bundle"
+	say "restore $dst as $mode$([ "$mode" = eager ] || echo " ($daemon)") from $dst_images, bundle $bundle"
 	stamp restore_start
 	if ! env "${PLUGIN_ENV[@]}" timeout -k 5 "$timeout" "${RUNC[@]}" "${args[@]}" "$dst" \
 		</dev/null >"$work/runc-restore.log" 2>&1; then
@@ -400,5 +404,12 @@ both)
 	;;
 esac
 [ -n "$DAEMON_PID" ] && [ $ok = 0 ] && kill -TERM "$DAEMON_PID" 2>/dev/null
-[ $ok = 1 ] && say "done" && exit 0
+if [ $ok = 1 ]; then
+	if [ $made_images = 1 ] && [ $keep = 0 ] && [ $wait = 1 ] && [ "$dst_images$work" = "$images$images" ]; then
+		rm -rf "$images"
+	fi
+	say "done"
+	exit 0
+fi
+[ $made_images = 1 ] && say "images and logs kept in $images"
 exit 1
