@@ -240,7 +240,12 @@ wait_pid() {
 	wait "$pid"
 }
 
-first_error() { grep -m1 -E 'Error|error' "$1" 2>/dev/null || tail -n1 "$1" 2>/dev/null; }
+# first_error LOG: its first error line (but criu's harmless one when it may
+# not raise RLIMIT_NOFILE), else its last line
+first_error() {
+	grep -E 'Error|error' "$1" 2>/dev/null | grep -m1 -v 'RLIMIT_NOFILE for self' ||
+		tail -n1 "$1" 2>/dev/null
+}
 
 free_port() {
 	local p
