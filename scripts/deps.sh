@@ -10,6 +10,8 @@ PKGS=(
 	libgnutls28-dev libnftables-dev uuid-dev xz-utils
 	# our tests, zdtm and services
 	libcmocka-dev python3-yaml iproute2 iptables nftables redis-server redis-tools
+	# container migration (test/lib/runc.sh, scripts/migrate-runc.sh)
+	runc busybox-static
 	# hardening: fuzzing and lint
 	clang libclang-rt-14-dev cppcheck shellcheck clang-format
 )
