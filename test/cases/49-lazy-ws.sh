@@ -4,9 +4,10 @@
 # lazily restored by ours twice.  The first restore records (--record-ws)
 # while the program reads 256 scattered pages; the second finds the file,
 # installs the recorded pages right after the hand-off, before anything
-# else, and the same reads must then take fewer faults (the program counts
-# its minor faults): its stats must show every recorded page installed by the
-# working-set pass.  Each restore checks every word.  A second dump restored
+# else: no read that faulted while recording may fault again (the program
+# names the pages whose read faulted), and the stats must show every recorded
+# page installed by the working-set pass.  The total of minor faults is only
+# reported: the other reads race the background prefetch in both runs.  Each restore checks every word.  A second dump restored
 # with the first dump's file must ignore it with a warning.
 . "$(dirname "$0")/../lib/lazy.sh"
 
@@ -81,7 +82,7 @@ again=$(comm -12 <(tr ' ' '\n' <<<"$f1" | sed '/^$/d' | sort) <(tr ' ' '\n' <<<"
 n1=$(wc -w <<<"$f1")
 figures="recorded $rec pages, the replay installed ${got:-?} right after the hand-off in $(stat_of "$st" ws_ms) ms (${skipped:-?} not pending any more); of the 256 reads $n1 faulted while recording (${m1:-?} minor faults), ${m2:-?} minor faults after the replay, on pages never recorded"
 if [ -n "$rec" ] && [ "${got:-0}" -gt 0 ] && [ $((got + skipped)) = "$rec" ] && [ "$n1" -gt 0 ] &&
-	[ -z "$again" ] && [ -n "$m2" ] && [ "$m2" -lt "$m1" ]; then
+	[ -z "$again" ] && [ -n "$m2" ]; then
 	pass "lazy-ws-replayed: $figures"
 else
 	fail "lazy-ws-replayed" "$figures${again:+; faulted again after the replay: pages $again}"
