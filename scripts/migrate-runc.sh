@@ -32,7 +32,7 @@ Modes (--mode):
 
 Who serves the lazy pages at the destination (--daemon):
   stock    `criu lazy-pages` of --criu (with --page-server in remote mode)
-  ours     `lazyrestore lazy-pages` (remote mode needs its --page-server)
+  ours     `lazyrestore lazy-pages` (with --page-server in remote mode)
   plugin   no daemon started here: `runc restore` runs `criu swrk`, and the
            CRIU plugin (lazyrestore.so in --plugin-dir) starts the daemon
            itself.  RPC restores hide --lazy-pages from plugins, so this sets
@@ -41,8 +41,7 @@ Who serves the lazy pages at the destination (--daemon):
 
 options:
   --mode remote|images|eager   see above (default remote)
-  --daemon stock|ours|plugin   see above (default ours in images mode, stock
-                         in remote mode)
+  --daemon stock|ours|plugin   see above (default ours)
   --address ADDR         the address SRC's page server listens on and the
                          destination connects to (default 127.0.0.1; on two
                          hosts: the source host's address on the link)
@@ -139,7 +138,7 @@ done
 src=$1 dst=$2
 [ "$src" != "$dst" ] || die_usage "SRC_ID and DST_ID must differ (the source exists until the transfer ends)"
 case $mode in remote | images | eager) ;; *) die_usage "--mode $mode: remote, images or eager" ;; esac
-[ -n "$daemon" ] || { [ "$mode" = remote ] && daemon=stock || daemon=ours; }
+[ -n "$daemon" ] || daemon=ours
 case $daemon in stock | ours | plugin) ;; *) die_usage "--daemon $daemon: stock, ours or plugin" ;; esac
 case $role in both | source | destination) ;; *) die_usage "--role $role: both, source or destination" ;; esac
 [[ $timeout =~ ^[1-9][0-9]*$ ]] || die_usage "--timeout $timeout: a number of seconds"
