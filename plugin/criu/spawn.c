@@ -13,8 +13,8 @@
  *                          to the work dir)
  *   LAZYRESTORE_STATS      write the daemon's stats as JSON there at its exit
  *   LAZYRESTORE_WORKERS    prefetch threads (lazy-pages --workers)
- *   LAZYRESTORE_PAGE_SERVER HOST:PORT: pages from a page server, served by
- *                          this criu's own `criu lazy-pages --page-server`
+ *   LAZYRESTORE_PAGE_SERVER HOST:PORT: pages from a page server
+ *                          (lazy-pages --page-server --address HOST --port PORT)
  *   LAZYRESTORE_START_TIMEOUT seconds to wait for the daemon (default 30)
  */
 #include <dlfcn.h>
@@ -104,23 +104,15 @@ static void addopt(struct argv *a, const char *opt, const char *value, int len)
 	add(a, a->store[a->nstore++]);
 }
 
-/* The page-server case: this criu's own lazy-pages, which speaks to a page server. */
-static int page_server_args(struct argv *a, const char *ps, char *bin, size_t len, char *why, size_t whylen)
+/* The page-server case: our daemon's pages come from HOST:PORT instead of the pages files. */
+static int page_server_args(struct argv *a, const char *ps, char *why, size_t whylen)
 {
 	const char *colon = strrchr(ps, ':');
-	ssize_t n = readlink("/proc/self/exe", bin, len - 1);
 
 	if (!colon || colon == ps || !colon[1]) {
 		snprintf(why, whylen, "LAZYRESTORE_PAGE_SERVER=%s is not HOST:PORT", ps);
 		return -1;
 	}
-	if (n <= 0) {
-		snprintf(why, whylen, "can't find the criu binary: %s", strerror(errno));
-		return -1;
-	}
-	bin[n] = 0;
-	add(a, bin);
-	add(a, "lazy-pages");
 	add(a, "--page-server");
 	addopt(a, "--port=", colon + 1, INT_MAX);
 	addopt(a, "--address=", ps, (int)(colon - ps));
@@ -133,21 +125,18 @@ static int build_args(struct argv *a, const char *images, char *bin, size_t len,
 	const char *workers = lrp_opt("LAZYRESTORE_WORKERS"), *log = lrp_opt("LAZYRESTORE_LOG");
 	static char level[32];
 
-	if (ps && *ps) {
-		if (page_server_args(a, ps, bin, len, why, whylen))
-			return -1;
-	} else {
-		if (find_bin(bin, len)) {
-			snprintf(why, whylen, "no lazyrestore binary (%s): set LAZYRESTORE_BIN", bin);
-			return -1;
-		}
-		add(a, bin);
-		add(a, "lazy-pages");
-		if (stats && *stats)
-			addopt(a, "--stats=", stats, INT_MAX);
-		if (workers && *workers)
-			addopt(a, "--workers=", workers, INT_MAX);
+	if (find_bin(bin, len)) {
+		snprintf(why, whylen, "no lazyrestore binary (%s): set LAZYRESTORE_BIN", bin);
+		return -1;
 	}
+	add(a, bin);
+	add(a, "lazy-pages");
+	if (ps && *ps && page_server_args(a, ps, why, whylen))
+		return -1;
+	if (stats && *stats)
+		addopt(a, "--stats=", stats, INT_MAX);
+	if (workers && *workers)
+		addopt(a, "--workers=", workers, INT_MAX);
 	addopt(a, "--images-dir=", images, INT_MAX);
 	add(a, "--work-dir=.");
 	addopt(a, "--log-file=", log && *log ? log : "lazyrestore.log", INT_MAX);
