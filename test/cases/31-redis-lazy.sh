@@ -51,7 +51,7 @@ lazy_restore() {
 		return 1
 	fi
 	# The pages criu left for the daemon: 0 would make this an eager test.
-	lazy=$(sed -n 's/.*nr_lazy: *\([0-9]*\).*/\1/p' "$d/img/restore-$name.log" | awk '{ s += $1 } END { print s + 0 }')
+	lazy=$(nr_lazy "$d/img/restore-$name.log")
 	if [ "$lazy" -gt 0 ]; then
 		pass "redis-lazy-$name-restore"
 	else

@@ -340,3 +340,8 @@ wait_tree_gone() {
 	_bound_poll 10 _pids_gone $(sed -n 's/.*Seized task \([0-9]*\).*/\1/p' "$1/dump.log") ||
 		{ echo "dumped tasks still exist after 10 s" >&2; return 1; }
 }
+
+# nr_lazy LOG: the pages criu's restore left to a lazy-pages daemon, summed over its tasks
+nr_lazy() {
+	sed -n 's/.*nr_lazy: *\([0-9]*\).*/\1/p' "$1" | awk '{ s += $1 } END { print s + 0 }'
+}

@@ -63,7 +63,7 @@ lazy_restore() {
 		return 1
 	fi
 	local lazy
-	lazy=$(sed -n 's/.*nr_lazy: *\([0-9]*\).*/\1/p' "$img/restore-$name.log" | awk '{ s += $1 } END { print s + 0 }')
+	lazy=$(nr_lazy "$img/restore-$name.log")
 	if [ "$lazy" -gt 0 ]; then
 		pass "$name-restore"
 	else

@@ -261,7 +261,7 @@ ct_gone() {
 # lazy_pages_left NAME LOG: the restore left pages to a daemon (else it was eager)
 lazy_pages_left() {
 	local n
-	n=$(sed -n 's/.*nr_lazy: *\([0-9]*\).*/\1/p' "$2" | awk '{ s += $1 } END { print s + 0 }')
+	n=$(nr_lazy "$2")
 	if [ "$n" -gt 0 ]; then
 		pass "$1-lazy"
 	else
