@@ -53,7 +53,8 @@ restore_ws() {
 		FAULTED=${res#*faulted}
 	fi
 	daemon_ok "$name" "$img"
-	ask "$dir" "$p" USR1 result "$name-words" >/dev/null && pass "$name-words"
+	# ask's FAIL line (wrong words) is printed, not swallowed with its OK answer
+	if res=$(ask "$dir" "$p" USR1 result "$name-words"); then pass "$name-words"; else echo "$res"; fi
 	kill_memhogs "$dir"
 	sleep 0.2
 }
