@@ -240,7 +240,12 @@ bool lr_ws_replay_step(struct lr_engine *e)
 	struct lr_ws *ws = e->ws;
 	uint64_t skipped = 0, installed = 0;
 
-	if (!ws)
+	/*
+	 * Not before the restore-finished marker: until then criu's restorer
+	 * still moves VMAs into place, a copy at a dump-time address gets ENOENT
+	 * and its pages, already out of pending, would read zero later.
+	 */
+	if (!ws || lr_stage(e) < STAGE_FINISHED)
 		return false;
 	pthread_mutex_lock(&e->lock);
 	if (!ws->nr_q) {

@@ -78,12 +78,13 @@ f2=$FAULTED
 st=$d/img/stats-lazy-ws-replay.json
 got=$(stat_of "$st" ws_pages)
 skipped=$(stat_of "$st" ws_skipped)
-# every page whose read faulted while recording was recorded, so it must not fault after the replay
+# every page whose read faulted while recording was recorded, so it must not fault after the
+# replay, but for those the replay found not pending (a prefetch worker had claimed them)
 again=$(comm -12 <(tr ' ' '\n' <<<"$f1" | sed '/^$/d' | sort) <(tr ' ' '\n' <<<"$f2" | sed '/^$/d' | sort) | tr '\n' ' ')
 n1=$(wc -w <<<"$f1")
 figures="recorded $rec pages, the replay installed ${got:-?} right after the hand-off in $(stat_of "$st" ws_ms) ms (${skipped:-?} not pending any more); of the 256 reads $n1 faulted while recording (${m1:-?} minor faults), ${m2:-?} minor faults after the replay, on pages never recorded"
 if [ -n "$rec" ] && [ "${got:-0}" -gt 0 ] && [ $((got + skipped)) = "$rec" ] && [ "$n1" -gt 0 ] &&
-	[ -z "$again" ] && [ -n "$m2" ]; then
+	[ "$(wc -w <<<"$again")" -le "${skipped:-0}" ] && [ -n "$m2" ]; then
 	pass "lazy-ws-replayed: $figures"
 else
 	fail "lazy-ws-replayed" "$figures${again:+; faulted again after the replay: pages $again}"
