@@ -7,6 +7,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,12 +88,43 @@ static int is_descendant(const struct proc_ent *v, size_t nr, pid_t pid, pid_t a
 	return 0;
 }
 
+/* Does pid, walked up through PPid, reach ancestor? */
+static bool reaches(pid_t pid, pid_t ancestor)
+{
+	struct proc_ent p;
+
+	for (int depth = 0; depth < 64 && pid > 1; depth++) {
+		if (read_status(pid, &p))
+			return false;
+		if (p.ppid == ancestor)
+			return true;
+		pid = p.ppid;
+	}
+	return false;
+}
+
+/*
+ * The common case, cheaply: the task has the same pid here (criu restored it
+ * in our pid namespace).  A hand-off is on the restore's critical path: the
+ * restorer's first fault waits for it, so a walk of all of /proc comes last.
+ */
+static pid_t find_same_pid(pid_t ancestor, uint32_t vpid)
+{
+	struct proc_ent p;
+
+	if (vpid > INT32_MAX || read_status((pid_t)vpid, &p) || p.nspid != vpid)
+		return 0;
+	return reaches(p.pid, ancestor) ? p.pid : 0;
+}
+
 pid_t lr_tree_find(pid_t ancestor, uint32_t vpid)
 {
 	struct proc_ent *v = NULL;
-	size_t nr = scan_procs(&v);
-	pid_t found = 0;
+	pid_t found = find_same_pid(ancestor, vpid);
 
+	if (found)
+		return found;
+	size_t nr = scan_procs(&v);
 	for (size_t i = 0; i < nr && !found; i++)
 		if (v[i].nspid == vpid && is_descendant(v, nr, v[i].pid, ancestor))
 			found = v[i].pid;
