@@ -280,6 +280,8 @@ int lr_engine_run(struct lr_engine *e)
 					pr_perror("engine wake-up read");
 				continue;
 			}
+			if (lr_remote_event(e, t))
+				continue;
 			if (lr_drain_uffd(e, t))
 				goto out;
 		}
