@@ -315,6 +315,30 @@ static void try_reconnect(struct psc *c, struct conn *k)
 
 /* ---- the polled urgent connection (urgent_polled) ------------------------ */
 
+/*
+ * The answer (pages) to the head of k's inflight is in: popped and counted;
+ * true if whole, else what it still wants is the rest (to be asked again).
+ */
+static bool take_answer(struct psc *c, struct conn *k, uint32_t pages)
+{
+	struct preq *r = fifo_pop(&k->inflight);
+	bool whole = pages == r->r.left;
+
+	k->inflight_pages -= r->r.left;
+	pthread_mutex_lock(&c->lock);
+	c->st.answers++;
+	c->st.pages += pages;
+	c->st.bytes += (uint64_t)pages * PSA_PAGE_SIZE;
+	c->st.short_answers += !whole;
+	pthread_mutex_unlock(&c->lock);
+	if (!whole) {
+		r->r.left -= pages;
+		r->r.vaddr += (uint64_t)pages * PSA_PAGE_SIZE;
+		r->r.dest += (size_t)pages * PSA_PAGE_SIZE;
+	}
+	return whole;
+}
+
 /* I/O thread: connect it outside ulock (handshake included), then hand it over. */
 static int urg_make(struct psc *c, char *err, size_t errlen)
 {
@@ -430,20 +454,9 @@ static int urg_read(struct psc *c, struct fifo *done, char *why, size_t len)
 			snprintf(why, len, "peer %s: %s", c->peer, err);
 			return -2;
 		case PSA_ANSWER:
-			fifo_pop(&k->inflight);
-			k->inflight_pages -= r->r.left;
-			pthread_mutex_lock(&c->lock);
-			c->st.answers++;
-			c->st.pages += pages;
-			c->st.bytes += (uint64_t)pages * PSA_PAGE_SIZE;
-			c->st.short_answers += pages != r->r.left;
-			pthread_mutex_unlock(&c->lock);
-			if (pages == r->r.left) {
+			if (take_answer(c, k, pages)) {
 				fifo_push(done, r);
 			} else {
-				r->r.left -= pages;
-				r->r.vaddr += (uint64_t)pages * PSA_PAGE_SIZE;
-				r->r.dest += (size_t)pages * PSA_PAGE_SIZE;
 				if (urg_send(c, r, why, len)) {
 					fifo_push(&k->inflight, r); /* requeued with the rest */
 					return -1;
@@ -590,22 +603,13 @@ static int conn_flush(struct psc *c, struct conn *k, char *why, size_t len)
 static void answered(struct psc *c, struct conn *k, uint32_t pages)
 {
 	struct preq *r = k->inflight.head;
-	bool whole = pages == r->r.left;
+	bool whole = take_answer(c, k, pages);
 
-	fifo_pop(&k->inflight);
-	k->inflight_pages -= r->r.left;
 	pthread_mutex_lock(&c->lock);
-	c->st.answers++;
-	c->st.pages += pages;
-	c->st.bytes += (uint64_t)pages * PSA_PAGE_SIZE;
 	if (!whole) {
 		/* a short answer (the protocol allows it): the rest goes first again */
 		struct fifo one = {NULL, NULL};
 
-		c->st.short_answers++;
-		r->r.left -= pages;
-		r->r.vaddr += (uint64_t)pages * PSA_PAGE_SIZE;
-		r->r.dest += (size_t)pages * PSA_PAGE_SIZE;
 		fifo_push(&one, r);
 		fifo_prepend(&c->queue[r->urgent], &one);
 	}
