@@ -130,7 +130,9 @@ done
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 def cell(size, daemon, col):
+    # a run whose touches all came after the stream has no fault latency (nan): left out
     v = [float(r[col]) for r in rows if r["size_mib"] == size and r["daemon"] == daemon]
+    v = [x for x in v if x == x] or [float("nan")]
     return statistics.median(v), min(v), max(v)
 print("| size | restore (s) stock / ours | all resident (s) stock / ours (ours/stock) | MB/s stock / ours | fault p50 (us) stock / ours | fault p99 (us) stock / ours | spread of resident stock / ours |")
 print("|---|---|---|---|---|---|---|")

@@ -61,7 +61,10 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 			return NULL;
 		}
 	}
-	pr_info("page source: %s; background steps %llu..%llu KiB", src->copies ? "pread into buffers" : "mmap",
+	pr_info("page source: %s; background steps %llu..%llu KiB",
+		page_source_async(src) ? "page-server requests, answers received into buffers"
+		: src->copies	       ? "pread into buffers"
+				       : "mmap",
 		(unsigned long long)(PREFETCH_STEP_MIN < e->o.prefetch_step ? PREFETCH_STEP_MIN : e->o.prefetch_step) >>
 		    10,
 		(unsigned long long)e->o.prefetch_step >> 10);
@@ -280,6 +283,8 @@ int lr_engine_run(struct lr_engine *e)
 					pr_perror("engine wake-up read");
 				continue;
 			}
+			if (lr_remote_event(e, t))
+				continue;
 			if (lr_drain_uffd(e, t))
 				goto out;
 		}

@@ -218,6 +218,8 @@ bool lr_remote_pump(struct lr_engine *e);
 int lr_remote_reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t end);
 int lr_remote_fork(struct lr_engine *e, struct lr_task *t, struct lr_task *child);
 bool lr_remote_busy(struct lr_engine *e);
+/* An epoll tag of the fault thread's: true if it was remote.c's (its answers are then read). */
+bool lr_remote_event(struct lr_engine *e, const void *tag);
 
 /* prefetch.c */
 int lr_prefetch_start(struct lr_engine *e);

@@ -5,19 +5,26 @@
  * its epoll, so one task's round trip holds up no other task; background
  * requests keep a window in flight near the latest fault, small right after
  * a fault and growing while none comes (as stock criu's background steps,
- * criu/uffd.c), so that a fault's answer queues behind little.  A completion runs
- * on the source's thread and installs there, through the task's copy gate,
+ * criu/uffd.c), so that a fault's answer queues behind little.  An urgent
+ * answer is read and installed by the fault thread itself (the source's poll
+ * fd is in its epoll: no hop to another thread on our side), a background
+ * one by the source's thread; either installs through the task's copy gate,
  * with the rules of a prefetch claim (plugin/README.md, "Rules the engine
  * keeps"): a request's range is out of pending while in flight; an event
  * over it cancels it, inside the gate's read side, after putting what is not
  * installed back into pending for the event to see; a fork gives the child
  * what is in flight; a range leaves the books only once installed.  A fault
- * on a page in flight sends nothing: the UFFDIO_COPY that lands wakes it.
+ * on a page in flight in an urgent request sends nothing: the UFFDIO_COPY
+ * that lands wakes it.  In a background one, that page is asked again,
+ * urgently (a duplicate: its range stays the background request's, the
+ * copy landing second gets EEXIST, and both carry the same dump page), so a
+ * fault never waits behind the bulk stream.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "plugin/engine/internal.h"
 #include "plugin/log/log.h"
@@ -36,7 +43,8 @@ struct lr_rreq {
 	uint64_t start, end, img; /* run-time range and its dump-time address */
 	uint64_t done;		  /* bytes from start installed: its copier, inside the gate */
 	bool urgent;
-	bool cancelled;	 /* atomic store under e->lock, by the fault thread inside t's gate read side */
+	bool dup;	/* a page of a background request in flight, asked again for a fault: its range is that one's */
+	bool cancelled; /* atomic store under e->lock, by the fault thread inside t's gate read side */
 	unsigned faults; /* fault messages waiting for it; under e->lock */
 	double t0;	 /* when the first of them was read */
 	struct lr_rreq *next, *prev;
@@ -53,7 +61,12 @@ struct lr_remote {
 	unsigned window; /* background requests to keep in flight: as stock criu's steps, small after a fault */
 	void *pool[POOL_MAX];
 	unsigned nr_pool;
+	unsigned poll_gen; /* fault thread: the source's poll fd in the epoll, and its generation */
+	bool polling;
 };
+
+/* The epoll tag of the source's poll fd: the address is what matters. */
+static const char remote_tag;
 
 /* ---- requests: under e->lock ---------------------------------------------- */
 
@@ -88,7 +101,7 @@ static void on_done(struct page_source_req *r);
 
 /* [start, end) of t, out of pending already, asked for; -1 (the engine failed) if it can't be. */
 static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint64_t end, uint64_t img, bool urgent,
-		  double t0)
+		  double t0, bool dup)
 {
 	struct lr_engine *e = rm->e;
 	struct lr_rreq *q = calloc(1, sizeof(*q));
@@ -114,6 +127,7 @@ static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint6
 			      .end = end,
 			      .img = img,
 			      .urgent = urgent,
+			      .dup = dup,
 			      .faults = urgent,
 			      .t0 = t0,
 			      .next = rm->inflight};
@@ -129,8 +143,8 @@ static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint6
 	unlink_req(rm, q);
 	buf_put(rm, q->r.buf, end - start);
 	free(q);
-	/* back into pending, so that nothing is taken for installed */
-	if (lr_ranges_add(&t->pending, start, end, img))
+	/* back into pending, so that nothing is taken for installed (a duplicate's range is another's) */
+	if (!dup && lr_ranges_add(&t->pending, start, end, img))
 		pr_err("task %u: the ranges can't take 0x%llx back", t->src_pid, (unsigned long long)start);
 	snprintf(msg, sizeof(msg), "task %u (pid %d): page 0x%llx: %s", t->src_pid, t->real_pid,
 		 (unsigned long long)start, err);
@@ -144,7 +158,7 @@ static int submit_background(struct lr_remote *rm, struct lr_task *t, uint64_t s
 	for (uint64_t s = start; s < end; s += REQ_MAX) {
 		uint64_t e = end - s > REQ_MAX ? s + REQ_MAX : end;
 
-		if (submit(rm, t, s, e, img + (s - start), false, 0)) {
+		if (submit(rm, t, s, e, img + (s - start), false, 0, false)) {
 			/* what was not submitted goes back (the engine has failed anyway) */
 			if (e < end)
 				lr_ranges_add(&t->pending, e, end, img + (e - start));
@@ -227,7 +241,7 @@ static void complete(struct lr_remote *rm, struct lr_rreq *q)
 		lr_engine_fail_locked(e, msg);
 	} else if (r == INSTALL_GONE) {
 		lr_task_gone(e, t);
-	} else if (!cancelled && !t->gone && done < len && r != INSTALL_FATAL &&
+	} else if (!cancelled && !q->dup && !t->gone && done < len && r != INSTALL_FATAL &&
 		   lr_ranges_add(&t->pending, q->start + done, q->end, q->img + done)) {
 		lr_engine_fail_locked(e, "out of memory in the page requests");
 	}
@@ -283,6 +297,39 @@ static struct lr_rreq *find_inflight(struct lr_remote *rm, struct lr_task *t, ui
 	return NULL;
 }
 
+/*
+ * After an urgent submit: the source's poll fd (its urgent connection) in
+ * the epoll, so that the answer is read here; a new fd (a connection made
+ * again) is added anew, the old one having left the epoll when closed.
+ */
+static void watch(struct lr_engine *e)
+{
+	struct lr_remote *rm = e->remote;
+	const struct page_source_ops *ops = e->src->ops;
+	unsigned gen = 0;
+	int fd = ops->poll_fd ? ops->poll_fd(e->src, &gen) : -1;
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = (void *)&remote_tag};
+
+	if (fd < 0 || (rm->polling && gen == rm->poll_gen))
+		return;
+	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) &&
+	    (errno != EEXIST || epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &ev))) {
+		pr_perror("can't watch the page server's urgent connection");
+		return; /* its answers wait for the next urgent request's watch */
+	}
+	rm->polling = true;
+	rm->poll_gen = gen;
+}
+
+bool lr_remote_event(struct lr_engine *e, const void *tag)
+{
+	if (tag != &remote_tag)
+		return false;
+	if (e->remote && e->src->ops->poll)
+		e->src->ops->poll(e->src);
+	return true;
+}
+
 int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, double t0)
 {
 	struct lr_remote *rm = e->remote;
@@ -308,14 +355,27 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 		if (lr_ranges_drop(&t->pending, addr, end)) {
 			lr_engine_fail_locked(e, "out of memory in the fault path");
 			ret = INSTALL_FATAL;
-		} else if (submit(rm, t, addr, urgent_end, img, true, t0) ||
+		} else if (submit(rm, t, addr, urgent_end, img, true, t0, false) ||
 			   (urgent_end < end && submit_background(rm, t, urgent_end, end, img + (urgent_end - addr)))) {
 			ret = INSTALL_FATAL;
 		}
 		pthread_mutex_unlock(&e->lock);
+		if (ret == INSTALL_OK)
+			watch(e);
 		return ret;
 	}
 	struct lr_rreq *q = find_inflight(rm, t, addr);
+	if (q && !q->urgent) {
+		/* the page again, urgently, rather than behind the bulk stream */
+		uint64_t page = addr & ~(uint64_t)(PAGE - 1);
+
+		ret = submit(rm, t, page, page + PAGE, q->img + (page - q->start), true, t0, true) ? INSTALL_FATAL
+												   : INSTALL_OK;
+		pthread_mutex_unlock(&e->lock);
+		if (ret == INSTALL_OK)
+			watch(e);
+		return ret;
+	}
 	if (q) {
 		/* no second request: the copy that lands wakes this thread too */
 		if (!q->faults++)
@@ -342,7 +402,7 @@ int lr_remote_reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64
 		if (q->t != t || q->cancelled || rest >= q->end || rest >= end || q->end <= s)
 			continue;
 		__atomic_store_n(&q->cancelled, true, __ATOMIC_RELEASE);
-		if (lr_ranges_add(&t->pending, rest, q->end, q->img + (rest - q->start)))
+		if (!q->dup && lr_ranges_add(&t->pending, rest, q->end, q->img + (rest - q->start)))
 			return -1;
 	}
 	return 0;
@@ -355,7 +415,7 @@ int lr_remote_fork(struct lr_engine *e, struct lr_task *t, struct lr_task *child
 	for (struct lr_rreq *q = e->remote->inflight; q; q = q->next) {
 		uint64_t rest = q->start + __atomic_load_n(&q->done, __ATOMIC_ACQUIRE);
 
-		if (q->t == t && !q->cancelled && rest < q->end &&
+		if (q->t == t && !q->cancelled && !q->dup && rest < q->end &&
 		    lr_ranges_add(&child->pending, rest, q->end, q->img + (rest - q->start)))
 			return -1;
 	}

@@ -32,7 +32,8 @@ static void net_done(void *arg, int status, uint32_t pid, uint64_t vaddr, uint32
 	r->done(r);
 }
 
-static int net_submit(struct page_source *s, struct page_source_req *r, char *err, size_t errlen)
+/* flags: urgent ones of the engine are PSC_POLLED (answered in net_poll, on its fault thread). */
+static int submit_flags(struct page_source *s, struct page_source_req *r, unsigned flags, char *err, size_t errlen)
 {
 	struct net_source *ns = (struct net_source *)s;
 
@@ -43,11 +44,28 @@ static int net_submit(struct page_source *s, struct page_source_req *r, char *er
 	}
 	r->status = 0;
 	r->err[0] = 0;
-	return psc_submit(ns->c, r->pid, r->vaddr, (uint32_t)r->nr_pages, r->buf,
-			  r->urgent ? PSC_URGENT : PSC_BACKGROUND, net_done, r, err, errlen);
+	return psc_submit(ns->c, r->pid, r->vaddr, (uint32_t)r->nr_pages, r->buf, flags, net_done, r, err, errlen);
 }
 
-/* read(): one request, waited for (someone waits: it goes as urgent). */
+static int net_submit(struct page_source *s, struct page_source_req *r, char *err, size_t errlen)
+{
+	return submit_flags(s, r, r->urgent ? PSC_URGENT | PSC_POLLED : PSC_BACKGROUND, err, errlen);
+}
+
+static int net_poll_fd(struct page_source *s, unsigned *gen)
+{
+	return psc_urgent_fd(((struct net_source *)s)->c, gen);
+}
+
+static void net_poll(struct page_source *s)
+{
+	psc_poll(((struct net_source *)s)->c);
+}
+
+/*
+ * read(): one request, waited for (someone waits: it goes as urgent), and
+ * answered on the client's thread: the caller may be the one that polls.
+ */
 struct waiter {
 	struct page_source_req r;
 	pthread_mutex_t lock;
@@ -74,7 +92,7 @@ static int net_read(struct page_source *s, uint32_t pid, uint64_t vaddr, uint64_
 	    .cond = PTHREAD_COND_INITIALIZER};
 
 	w.r.arg = &w;
-	if (net_submit(s, &w.r, err, errlen))
+	if (submit_flags(s, &w.r, PSC_URGENT, err, errlen))
 		return -1;
 	pthread_mutex_lock(&w.lock);
 	while (!w.done)
@@ -102,6 +120,8 @@ static void net_destroy(struct page_source *s)
 static const struct page_source_ops net_ops = {
     .read = net_read,
     .submit = net_submit,
+    .poll_fd = net_poll_fd,
+    .poll = net_poll,
     .destroy = net_destroy,
 };
 
@@ -114,7 +134,11 @@ struct page_source *net_source_open(const struct psc_opts *o, char *err, size_t 
 		return NULL;
 	}
 	snprintf(ns->peer, sizeof(ns->peer), "%.80s:%d", o->host, o->port);
-	ns->c = psc_open(o, err, errlen);
+	struct psc_opts po = *o;
+
+	/* the fault thread sends its requests and reads their answers itself */
+	po.urgent_polled = true;
+	ns->c = psc_open(&po, err, errlen);
 	if (!ns->c) {
 		free(ns);
 		return NULL;

@@ -61,6 +61,14 @@ struct page_source_ops {
 	int (*submit)(struct page_source *s, struct page_source_req *r, char *err, size_t errlen);
 	/* Optional: background requests should go on near (pid, vaddr), the latest fault. */
 	void (*hint)(struct page_source *s, uint32_t pid, uint64_t vaddr);
+	/*
+	 * Optional, with submit: an fd for the submitter of urgent requests to
+	 * watch (readable: call poll()), -1 while there is none; *gen changes
+	 * whenever the fd is a new one.  poll() runs done() for the urgent
+	 * answers that came, on the calling thread.
+	 */
+	int (*poll_fd)(struct page_source *s, unsigned *gen);
+	void (*poll)(struct page_source *s);
 	void (*destroy)(struct page_source *s);
 };
 

@@ -71,6 +71,17 @@ struct psc {
 	pthread_t thread;
 	int wake;
 	pthread_mutex_t lock;
+	/*
+	 * urgent_polled: conn[URGENT] belongs to whoever holds ulock (the
+	 * submitting and polling thread, or the I/O thread making it or finding
+	 * it stalled); never taken with lock held, and no done() runs under it.
+	 */
+	pthread_mutex_t ulock;
+	unsigned ugen;		     /* under ulock: bumped each time conn[URGENT] comes up */
+	bool urg_due;		     /* atomic: polled urgent answers due (the bulk stream is held) */
+	bool reprobe;		     /* I/O thread: the polled urgent connection was lost, make it again */
+	uint64_t reprobe_at;	     /* I/O thread */
+	unsigned reprobe_ms;	     /* I/O thread: its backoff */
 	struct fifo queue[NR_CONNS]; /* background, urgent: not yet sent; under lock */
 	bool stopping, failed;	     /* under lock */
 	char fail_why[MSG_LEN];
@@ -223,9 +234,17 @@ static void fail_all(struct psc *c, const char *why)
 
 	/* in flight first: the head of a connection is the GET whose answer failed */
 	for (unsigned i = 0; i < NR_CONNS; i++) {
+		bool polled = i == URGENT && c->o.urgent_polled;
+
+		if (polled)
+			pthread_mutex_lock(&c->ulock);
 		lists[n++] = c->conn[i].inflight.head;
 		c->conn[i].inflight = (struct fifo){NULL, NULL};
 		c->conn[i].inflight_pages = 0;
+		if (polled) {
+			__atomic_store_n(&c->urg_due, false, __ATOMIC_RELAXED);
+			pthread_mutex_unlock(&c->ulock);
+		}
 	}
 	pthread_mutex_lock(&c->lock);
 	if (!c->failed) {
@@ -294,6 +313,198 @@ static void try_reconnect(struct psc *c, struct conn *k)
 	k->retry_at_ms = t + k->backoff_ms;
 }
 
+/* ---- the polled urgent connection (urgent_polled) ------------------------ */
+
+/*
+ * The answer (pages) to the head of k's inflight is in: popped and counted;
+ * true if whole, else what it still wants is the rest (to be asked again).
+ */
+static bool take_answer(struct psc *c, struct conn *k, uint32_t pages)
+{
+	struct preq *r = fifo_pop(&k->inflight);
+	bool whole = pages == r->r.left;
+
+	k->inflight_pages -= r->r.left;
+	pthread_mutex_lock(&c->lock);
+	c->st.answers++;
+	c->st.pages += pages;
+	c->st.bytes += (uint64_t)pages * PSA_PAGE_SIZE;
+	c->st.short_answers += !whole;
+	pthread_mutex_unlock(&c->lock);
+	if (!whole) {
+		r->r.left -= pages;
+		r->r.vaddr += (uint64_t)pages * PSA_PAGE_SIZE;
+		r->r.dest += (size_t)pages * PSA_PAGE_SIZE;
+	}
+	return whole;
+}
+
+/* I/O thread: connect it outside ulock (handshake included), then hand it over. */
+static int urg_make(struct psc *c, char *err, size_t errlen)
+{
+	struct conn *k = malloc(sizeof(*k));
+
+	if (!k) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	*k = (struct conn){.io = {.sk = -1}};
+	if (conn_up(c, k, err, errlen)) {
+		free(k);
+		return -1;
+	}
+	pthread_mutex_lock(&c->ulock);
+	c->conn[URGENT] = *k;
+	c->ugen++;
+	pthread_mutex_unlock(&c->ulock);
+	free(k);
+	return 0;
+}
+
+/* ulock held: close it; what it had in flight, in order, is the caller's (urg_requeue). */
+static struct preq *urg_down_locked(struct psc *c)
+{
+	struct conn *k = &c->conn[URGENT];
+	struct preq *list = k->inflight.head;
+
+	lr_io_close(&k->io, false);
+	k->io.sk = -1;
+	k->inflight = (struct fifo){NULL, NULL};
+	k->inflight_pages = 0;
+	__atomic_store_n(&c->urg_due, false, __ATOMIC_RELAXED);
+	return list;
+}
+
+/*
+ * No lock held: the urgent connection was lost; its requests go first on the
+ * bulk connection (the I/O thread's), which fails or reconnects as it does.
+ */
+static void urg_requeue(struct psc *c, struct preq *list, const char *why)
+{
+	struct fifo f = {NULL, NULL};
+
+	while (list) {
+		struct preq *next = list->next;
+
+		fifo_push(&f, list);
+		list = next;
+	}
+	pthread_mutex_lock(&c->lock);
+	fifo_prepend(&c->queue[URGENT], &f);
+	c->reprobe = c->o.reconnect; /* the I/O thread reads it only, under lock */
+	c->st.reconnects += c->o.reconnect;
+	pthread_mutex_unlock(&c->lock);
+	pr_warn("page-server client: urgent connection: %s; its requests go on the bulk one", why);
+	wake(c);
+}
+
+/* ulock held: the GET for what r still wants, whole (a 24/32-byte header; no room means a stalled peer). */
+static int urg_send(struct psc *c, struct preq *r, char *why, size_t len)
+{
+	struct conn *k = &c->conn[URGENT];
+	struct ps_iov h = {PS_IOV_GET, r->r.left, r->r.vaddr, r->r.pid};
+	uint8_t buf[PS_HDR_MAX];
+	size_t n = ps_hdr_encode(c->o.wire, &h, buf);
+	char err[ERR_LEN - 160];
+	ssize_t w = lr_io_send(&k->io, buf, n, err, sizeof(err));
+
+	if (w != (ssize_t)n) {
+		snprintf(why, len, "peer %s: offset %llu: %s", c->peer, (unsigned long long)k->rx.off,
+			 w < 0 && errno != EAGAIN ? err : "no room for a request header (peer stalled)");
+		return -1;
+	}
+	if (!k->inflight.head)
+		__atomic_store_n(&k->last_rx_ms, now_ms(), __ATOMIC_RELAXED);
+	fifo_push(&k->inflight, r);
+	k->inflight_pages += r->r.left;
+	__atomic_store_n(&c->urg_due, true, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&c->lock);
+	c->st.requests++;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+/*
+ * ulock held: read what the urgent connection has; whole answers go to done
+ * (completed by the caller after unlocking), the rest of a short one is asked
+ * again on it.  0, -1 lost (why), -2 protocol error (why: fatal).
+ */
+static int urg_read(struct psc *c, struct fifo *done, char *why, size_t len)
+{
+	struct conn *k = &c->conn[URGENT];
+
+	for (;;) {
+		struct preq *r = k->inflight.head;
+		size_t want;
+		void *buf = psa_want(&k->rx, r ? &r->r : NULL, &want);
+		uint32_t pages;
+		char err[ERR_LEN - 160];
+		ssize_t n = lr_io_recv(&k->io, buf, want, err, sizeof(err));
+
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			snprintf(why, len, "peer %s: offset %llu: %s", c->peer, (unsigned long long)k->rx.off,
+				 n < 0 ? err : "connection closed");
+			return -1;
+		}
+		__atomic_store_n(&k->last_rx_ms, now_ms(), __ATOMIC_RELAXED);
+		switch (psa_got(&k->rx, r ? &r->r : NULL, (size_t)n, &pages, err, sizeof(err))) {
+		case PSA_ERROR:
+			snprintf(why, len, "peer %s: %s", c->peer, err);
+			return -2;
+		case PSA_ANSWER:
+			if (take_answer(c, k, pages)) {
+				fifo_push(done, r);
+			} else {
+				if (urg_send(c, r, why, len)) {
+					fifo_push(&k->inflight, r); /* requeued with the rest */
+					return -1;
+				}
+			}
+			__atomic_store_n(&c->urg_due, k->inflight.head != NULL, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+}
+
+/* I/O thread: a stalled polled urgent connection is lost; a lost one is made again. */
+static void urg_watch(struct psc *c)
+{
+	struct conn *k = &c->conn[URGENT];
+	struct preq *list = NULL;
+	char why[ERR_LEN];
+	bool reprobe;
+
+	pthread_mutex_lock(&c->ulock);
+	if (k->io.sk >= 0 && k->inflight.head && now_ms() - k->last_rx_ms > c->o.stall_ms) {
+		snprintf(why, sizeof(why), "peer %s: offset %llu: no byte for %u ms with answers due", c->peer,
+			 (unsigned long long)k->rx.off, c->o.stall_ms);
+		list = urg_down_locked(c);
+		pthread_mutex_unlock(&c->ulock);
+		urg_requeue(c, list, why);
+		return;
+	}
+	pthread_mutex_unlock(&c->ulock);
+	pthread_mutex_lock(&c->lock);
+	reprobe = c->reprobe;
+	pthread_mutex_unlock(&c->lock);
+	if (!reprobe || c->conn[BULK].io.sk < 0 || now_ms() < c->reprobe_at)
+		return;
+	if (urg_make(c, why, sizeof(why)) == 0) {
+		pthread_mutex_lock(&c->lock);
+		c->reprobe = false;
+		pthread_mutex_unlock(&c->lock);
+		c->reprobe_ms = 0;
+		pr_info("page-server client: peer %s: the urgent connection is back", c->peer);
+		return;
+	}
+	c->reprobe_ms = c->reprobe_ms ? c->reprobe_ms * 2 : BACKOFF_MIN_MS;
+	if (c->reprobe_ms > BACKOFF_MAX_MS)
+		c->reprobe_ms = BACKOFF_MAX_MS;
+	c->reprobe_at = now_ms() + c->reprobe_ms;
+}
+
 /*
  * urgent_auto, after the first answer: a second connection for urgent
  * requests, or, refused, the knowledge that the server takes one only.
@@ -309,7 +520,14 @@ static void probe_second(struct psc *c)
 	if (c->probed || !answers)
 		return;
 	c->probed = true;
-	if (conn_up(c, &c->conn[URGENT], err, sizeof(err)) == 0) {
+	if (c->o.urgent_polled) {
+		if (urg_make(c, err, sizeof(err)) == 0) {
+			pr_info("page-server client: peer %s: a second connection for urgent requests, "
+				"read by the faulting thread",
+				c->peer);
+			return;
+		}
+	} else if (conn_up(c, &c->conn[URGENT], err, sizeof(err)) == 0) {
 		c->nr_conns = 2;
 		pr_info("page-server client: peer %s: a second connection for urgent requests", c->peer);
 		return;
@@ -385,22 +603,13 @@ static int conn_flush(struct psc *c, struct conn *k, char *why, size_t len)
 static void answered(struct psc *c, struct conn *k, uint32_t pages)
 {
 	struct preq *r = k->inflight.head;
-	bool whole = pages == r->r.left;
+	bool whole = take_answer(c, k, pages);
 
-	fifo_pop(&k->inflight);
-	k->inflight_pages -= r->r.left;
 	pthread_mutex_lock(&c->lock);
-	c->st.answers++;
-	c->st.pages += pages;
-	c->st.bytes += (uint64_t)pages * PSA_PAGE_SIZE;
 	if (!whole) {
 		/* a short answer (the protocol allows it): the rest goes first again */
 		struct fifo one = {NULL, NULL};
 
-		c->st.short_answers++;
-		r->r.left -= pages;
-		r->r.vaddr += (uint64_t)pages * PSA_PAGE_SIZE;
-		r->r.dest += (size_t)pages * PSA_PAGE_SIZE;
 		fifo_push(&one, r);
 		fifo_prepend(&c->queue[r->urgent], &one);
 	}
@@ -483,6 +692,8 @@ static void *io_thread(void *arg)
 				try_reconnect(c, &c->conn[i]);
 		if (c->o.urgent_auto && !c->probed && c->conn[BULK].io.sk >= 0)
 			probe_second(c);
+		if (c->o.urgent_polled && c->probed)
+			urg_watch(c);
 		fill_all(c);
 		p[n] = (struct pollfd){.fd = c->wake, .events = POLLIN};
 		which[n++] = NULL;
@@ -494,6 +705,12 @@ static void *io_thread(void *arg)
 		struct conn *urg = &c->conn[URGENT], *bulk = &c->conn[BULK];
 		bool hold =
 		    c->nr_conns > 1 && urg->io.sk >= 0 && urg->inflight.head && now_ms() - urg->last_rx_ms < HOLD_MS;
+		if (c->o.urgent_polled && __atomic_load_n(&c->urg_due, __ATOMIC_RELAXED)) {
+			/* read without ulock: a stale value costs one round of HOLD_MS at most */
+			uint64_t since = __atomic_load_n(&urg->last_rx_ms, __ATOMIC_RELAXED);
+
+			hold = now_ms() - since < HOLD_MS;
+		}
 		if (hold) {
 			timeout = 1;
 			bulk->last_rx_ms = now_ms(); /* not a stall of the peer's */
@@ -569,10 +786,11 @@ struct psc *psc_open(const struct psc_opts *o, char *err, size_t errlen)
 	if (!c->o.retry_ms)
 		c->o.retry_ms = 30000;
 	snprintf(c->peer, sizeof(c->peer), "%.80s:%d", o->host, o->port);
-	c->nr_conns = o->urgent_channel && !o->urgent_auto ? 2 : 1;
+	c->nr_conns = o->urgent_channel && !o->urgent_auto && !o->urgent_polled ? 2 : 1;
 	for (unsigned i = 0; i < NR_CONNS; i++)
 		c->conn[i].io = (struct lr_io){.sk = -1};
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->ulock, NULL);
 	c->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (c->wake < 0) {
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));
@@ -583,6 +801,11 @@ struct psc *psc_open(const struct psc_opts *o, char *err, size_t errlen)
 	for (unsigned i = 0; i < c->nr_conns; i++)
 		if (conn_up(c, &c->conn[i], err, errlen))
 			goto fail;
+	if (o->urgent_polled && o->urgent_channel && !o->urgent_auto) {
+		if (conn_up(c, &c->conn[URGENT], err, errlen))
+			goto fail;
+		c->probed = true;
+	}
 	rc = pthread_create(&c->thread, NULL, io_thread, c);
 	if (rc) {
 		snprintf(err, errlen, "cannot start the client thread: %s", strerror(rc));
@@ -596,9 +819,12 @@ fail:
 		close(c->wake);
 	lr_tls_creds_free(c->creds);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->ulock);
 	free(c);
 	return NULL;
 }
+
+static bool submit_polled(struct psc *c, struct preq *r);
 
 int psc_submit(struct psc *c, uint32_t pid, uint64_t vaddr, uint32_t nr_pages, void *dest, unsigned flags,
 	       psc_done_fn done, void *arg, char *err, size_t errlen)
@@ -629,10 +855,74 @@ int psc_submit(struct psc *c, uint32_t pid, uint64_t vaddr, uint32_t nr_pages, v
 		free(r);
 		return -1;
 	}
+	pthread_mutex_unlock(&c->lock);
+	if (r->urgent && (flags & PSC_POLLED) && c->o.urgent_polled && submit_polled(c, r))
+		return 0;
+	pthread_mutex_lock(&c->lock);
 	fifo_push(&c->queue[r->urgent ? URGENT : BULK], r);
 	pthread_mutex_unlock(&c->lock);
 	wake(c);
 	return 0;
+}
+
+/*
+ * r out on the polled urgent connection, by the calling thread: true, or
+ * false if it is not up (r then goes the I/O thread's way).
+ */
+static bool submit_polled(struct psc *c, struct preq *r)
+{
+	struct preq *list;
+	char why[ERR_LEN];
+
+	pthread_mutex_lock(&c->ulock);
+	if (c->conn[URGENT].io.sk < 0) {
+		pthread_mutex_unlock(&c->ulock);
+		return false;
+	}
+	if (urg_send(c, r, why, sizeof(why)) == 0) {
+		pthread_mutex_unlock(&c->ulock);
+		return true;
+	}
+	list = urg_down_locked(c);
+	pthread_mutex_unlock(&c->ulock);
+	urg_requeue(c, list, why);
+	return false;
+}
+
+int psc_urgent_fd(struct psc *c, unsigned *gen)
+{
+	int fd;
+
+	pthread_mutex_lock(&c->ulock);
+	fd = c->conn[URGENT].io.sk;
+	*gen = c->ugen;
+	pthread_mutex_unlock(&c->ulock);
+	return c->o.urgent_polled ? fd : -1;
+}
+
+void psc_poll(struct psc *c)
+{
+	struct fifo done = {NULL, NULL};
+	struct preq *lost = NULL, *r;
+	char why[ERR_LEN];
+	int rc = 0;
+
+	if (!c->o.urgent_polled)
+		return;
+	pthread_mutex_lock(&c->ulock);
+	if (c->conn[URGENT].io.sk >= 0)
+		rc = urg_read(c, &done, why, sizeof(why));
+	if (rc == -1)
+		lost = urg_down_locked(c);
+	pthread_mutex_unlock(&c->ulock);
+	while ((r = fifo_pop(&done)))
+		complete(r, 0, NULL);
+	if (rc == -1)
+		urg_requeue(c, lost, why);
+	if (rc == -2) {
+		fail_all(c, why);
+		wake(c); /* the I/O thread sees the failure and ends */
+	}
 }
 
 void psc_get_stats(struct psc *c, struct psc_stats *st)
@@ -692,9 +982,11 @@ int psc_close(struct psc *c)
 
 	snprintf(why, sizeof(why), "peer %s: the client was closed first", c->peer);
 	fail_all(c, why);
-	for (unsigned i = 0; i < c->nr_conns; i++) {
+	for (unsigned i = 0; i < NR_CONNS; i++) {
 		struct conn *k = &c->conn[i];
 
+		if (i >= c->nr_conns && !(c->o.urgent_polled && k->io.sk >= 0))
+			continue;
 		if (ret == 0 && say_close(c, k))
 			ret = -1;
 		lr_io_close(&k->io, ret == 0);
@@ -702,6 +994,7 @@ int psc_close(struct psc *c)
 	close(c->wake);
 	lr_tls_creds_free(c->creds);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->ulock);
 	free(c);
 	return ret;
 }

@@ -46,6 +46,16 @@ struct psc_opts {
 	 * socket after accept), so one connection and no reconnect.
 	 */
 	bool urgent_auto;
+	/*
+	 * With urgent_channel or urgent_auto: the urgent connection is not the
+	 * I/O thread's.  A PSC_URGENT|PSC_POLLED request goes out on it from the
+	 * submitting thread, and its answer is read, and done() run, by whoever
+	 * calls psc_poll() when psc_urgent_fd() is readable (one thread: the
+	 * engine's fault thread), so a fault's path has no hop to another
+	 * thread on our side.  Until that connection is up, or once it is lost,
+	 * such requests go first on the bulk connection as PSC_URGENT ones do.
+	 */
+	bool urgent_polled;
 	bool reconnect;		       /* survive a lost connection (the server must accept again) */
 	unsigned window_pages;	       /* background pages in flight (0: 4096, i.e. 16 MiB) */
 	unsigned stall_ms;	       /* 0: 10000 */
@@ -55,6 +65,7 @@ struct psc_opts {
 
 #define PSC_URGENT     1U
 #define PSC_BACKGROUND 0U
+#define PSC_POLLED     2U /* with PSC_URGENT and opts.urgent_polled: done() runs in psc_poll() */
 
 /*
  * status 0: dest holds the nr_pages pages.  -1: they could not be had; err
@@ -75,6 +86,15 @@ struct psc *psc_open(const struct psc_opts *o, char *err, size_t errlen);
  */
 int psc_submit(struct psc *c, uint32_t pid, uint64_t vaddr, uint32_t nr_pages, void *dest, unsigned flags,
 	       psc_done_fn done, void *arg, char *err, size_t errlen);
+
+/*
+ * urgent_polled: the urgent connection's socket (to poll for reading) and in
+ * *gen its generation, which changes each time it is made again; -1 while
+ * it is not up.  psc_poll() reads what it has and runs done() for each
+ * whole answer, on the calling thread, with no client lock held.
+ */
+int psc_urgent_fd(struct psc *c, unsigned *gen);
+void psc_poll(struct psc *c);
 
 struct psc_stats {
 	uint64_t requests, answers, short_answers, pages, bytes, reconnects;
