@@ -9,7 +9,7 @@ PKGS=(
 	libnl-route-3-dev libnet1-dev libcap-dev libbsd-dev libaio-dev
 	libgnutls28-dev libnftables-dev uuid-dev xz-utils
 	# our tests, zdtm and services
-	libcmocka-dev python3-yaml iproute2 iptables nftables redis-server redis-tools
+	libcmocka-dev python3-yaml iproute2 iptables nftables redis-server redis-tools memcached
 	# container migration (test/lib/runc.sh, scripts/migrate-runc.sh)
 	runc busybox-static
 	# hardening: fuzzing and lint
