@@ -52,56 +52,55 @@ struct pm_scan_arg {
 #define IOV_BATCH	 512
 #define DEFAULT_INTERVAL 2 /* ms between two scans */
 
-static const char record_usage[] =
-	"usage: lazyrestore record-ws --pid PID --for SECONDS [--images-dir DIR] [-o FILE]\n"
-	"                             [--interval MS]\n"
-	"       lazyrestore record-ws --from FILE --images-dir DIR\n"
-	"\n"
-	"Record the working set of the running program PID: which of its private\n"
-	"anonymous pages it touches (reads or writes) during the next SECONDS, in the\n"
-	"order it touches them, and write it as the working-set file that a lazy\n"
-	"restore replays first (what 'lazyrestore lazy-pages --record-ws' records).\n"
-	"\n"
-	"How: the pages are paged out to swap with process_madvise(MADV_PAGEOUT) and\n"
-	"PAGEMAP_SCAN reports every --interval which of them are present again; a\n"
-	"touch swaps a page in.  Needs active swap with room for the program's\n"
-	"resident anonymous memory (zswap, or swap on zram, makes the swap-ins cheap),\n"
-	"Linux 6.7 (PAGEMAP_SCAN), CAP_SYS_NICE and ptrace access to PID.  Pages\n"
-	"touched within one interval are ordered by address.  The program runs on\n"
-	"throughout and never sees other bytes: each first touch of a page costs it a\n"
-	"swap-in, and huge pages come back as 4 KiB pages.  At the end the pages not\n"
-	"touched are read back from swap (MADV_WILLNEED).  If the recorder dies, the\n"
-	"program keeps all its memory (what is in swap comes back on touch); keep the\n"
-	"swap on until then.  Only PID's own memory is watched (its threads share it;\n"
-	"child processes are not recorded).\n"
-	"\n"
-	"A working-set file names the dump it belongs to (a hash of its inventory.img\n"
-	"and pstree.img); a restore ignores, with a warning, a file of another dump.\n"
-	"So the recording is keyed to a dump:\n"
-	"  --images-dir DIR   DIR holds a dump of PID taken before the window (criu\n"
-	"                     dump --leave-running): the file is DIR/" IMG_WS_FILE ".\n"
-	"  -o FILE            write the recording to FILE, keyed to no dump yet (no\n"
-	"                     restore takes it as it is): dump the program after the\n"
-	"                     window, then key it with --from.\n"
-	"  --from FILE --images-dir DIR\n"
-	"                     key a recording made with -o to the dump in DIR: DIR\n"
-	"                     must hold the recorded task (same pid as seen in its pid\n"
-	"                     namespace), pages outside its private anonymous VMAs\n"
-	"                     are dropped; writes DIR/" IMG_WS_FILE ".\n"
-	"\n"
-	"options:\n"
-	"  -p, --pid PID          the program to record\n"
-	"  -t, --for SECONDS      length of the window (decimals allowed); SIGINT or\n"
-	"                         SIGTERM end it early, and the file is written\n"
-	"  -D, --images-dir DIR   the dump the file belongs to (see above)\n"
-	"  -o, --output FILE      the file to write (see above)\n"
-	"  -f, --from FILE        a recording to key to the dump in DIR\n"
-	"  -i, --interval MS      time between two scans (default 2)\n"
-	"  -h, --help             this text\n"
-	"\n"
-	"Exit status 0 when the file is written; 1 with one line naming the pid or the\n"
-	"file and the problem otherwise (no such process, no swap, a kernel without\n"
-	"MADV_PAGEOUT or PAGEMAP_SCAN, a dump without the task, ...).\n";
+static const char record_usage[] = "usage: lazyrestore record-ws --pid PID --for SECONDS [--images-dir DIR] [-o FILE]\n"
+				   "                             [--interval MS]\n"
+				   "       lazyrestore record-ws --from FILE --images-dir DIR\n"
+				   "\n"
+				   "Record the working set of the running program PID: which of its private\n"
+				   "anonymous pages it touches (reads or writes) during the next SECONDS, in the\n"
+				   "order it touches them, and write it as the working-set file that a lazy\n"
+				   "restore replays first (what 'lazyrestore lazy-pages --record-ws' records).\n"
+				   "\n"
+				   "How: the pages are paged out to swap with process_madvise(MADV_PAGEOUT) and\n"
+				   "PAGEMAP_SCAN reports every --interval which of them are present again; a\n"
+				   "touch swaps a page in.  Needs active swap with room for the program's\n"
+				   "resident anonymous memory (zswap, or swap on zram, makes the swap-ins cheap),\n"
+				   "Linux 6.7 (PAGEMAP_SCAN), CAP_SYS_NICE and ptrace access to PID.  Pages\n"
+				   "touched within one interval are ordered by address.  The program runs on\n"
+				   "throughout and never sees other bytes: each first touch of a page costs it a\n"
+				   "swap-in, and huge pages come back as 4 KiB pages.  At the end the pages not\n"
+				   "touched are read back from swap (MADV_WILLNEED).  If the recorder dies, the\n"
+				   "program keeps all its memory (what is in swap comes back on touch); keep the\n"
+				   "swap on until then.  Only PID's own memory is watched (its threads share it;\n"
+				   "child processes are not recorded).\n"
+				   "\n"
+				   "A working-set file names the dump it belongs to (a hash of its inventory.img\n"
+				   "and pstree.img); a restore ignores, with a warning, a file of another dump.\n"
+				   "So the recording is keyed to a dump:\n"
+				   "  --images-dir DIR   DIR holds a dump of PID taken before the window (criu\n"
+				   "                     dump --leave-running): the file is DIR/" IMG_WS_FILE ".\n"
+				   "  -o FILE            write the recording to FILE, keyed to no dump yet (no\n"
+				   "                     restore takes it as it is): dump the program after the\n"
+				   "                     window, then key it with --from.\n"
+				   "  --from FILE --images-dir DIR\n"
+				   "                     key a recording made with -o to the dump in DIR: DIR\n"
+				   "                     must hold the recorded task (same pid as seen in its pid\n"
+				   "                     namespace), pages outside its private anonymous VMAs\n"
+				   "                     are dropped; writes DIR/" IMG_WS_FILE ".\n"
+				   "\n"
+				   "options:\n"
+				   "  -p, --pid PID          the program to record\n"
+				   "  -t, --for SECONDS      length of the window (decimals allowed); SIGINT or\n"
+				   "                         SIGTERM end it early, and the file is written\n"
+				   "  -D, --images-dir DIR   the dump the file belongs to (see above)\n"
+				   "  -o, --output FILE      the file to write (see above)\n"
+				   "  -f, --from FILE        a recording to key to the dump in DIR\n"
+				   "  -i, --interval MS      time between two scans (default 2)\n"
+				   "  -h, --help             this text\n"
+				   "\n"
+				   "Exit status 0 when the file is written; 1 with one line naming the pid or the\n"
+				   "file and the problem otherwise (no such process, no swap, a kernel without\n"
+				   "MADV_PAGEOUT or PAGEMAP_SCAN, a dump without the task, ...).\n";
 
 struct watch_vma {
 	uint64_t start, end;
@@ -116,7 +115,7 @@ struct recorder {
 	size_t nr_v;
 	uint64_t *order; /* pages in first-touch order */
 	uint32_t nr_order, cap_order;
-	uint64_t paged_out, kept, none, scans, full;
+	uint64_t paged_out, early, kept, scans, full;
 	double scan_ms;
 	struct page_region regions[NR_REGIONS];
 };
@@ -226,7 +225,9 @@ static int read_vmas(struct recorder *r)
 			continue;
 		uint64_t pages = (e - s) / PAGE;
 		if (total + pages > MAX_WATCH_PAGES) {
-			fprintf(stderr, "lazyrestore record-ws: pid %d: %llx-%llx not watched (over %" PRIu64 " GiB of address space)\n",
+			fprintf(stderr,
+				"lazyrestore record-ws: pid %d: %llx-%llx not watched (over %" PRIu64
+				" GiB of address space)\n",
 				r->pid, s, e, MAX_WATCH_PAGES * PAGE >> 30);
 			continue;
 		}
@@ -258,13 +259,13 @@ static int scan(struct recorder *r, uint64_t s, uint64_t e, uint64_t any,
 {
 	while (s < e) {
 		struct pm_scan_arg a = {
-			.size = sizeof(a),
-			.start = s,
-			.end = e,
-			.vec = (uint64_t)(uintptr_t)r->regions,
-			.vec_len = NR_REGIONS,
-			.category_anyof_mask = any,
-			.return_mask = any,
+		    .size = sizeof(a),
+		    .start = s,
+		    .end = e,
+		    .vec = (uint64_t)(uintptr_t)r->regions,
+		    .vec_len = NR_REGIONS,
+		    .category_anyof_mask = any,
+		    .return_mask = any,
 		};
 		long n = ioctl(r->pagemap, PAGEMAP_SCAN, &a);
 		if (n < 0) {
@@ -292,43 +293,66 @@ static bool test_clear(struct watch_vma *v, uint64_t addr)
 	return set;
 }
 
-/* After the page-out: present pages could not be paged out (locked, shared, pinned) and are not watched. */
+static void note_page(struct recorder *r, uint64_t addr);
+
+/*
+ * After the page-out.  A page present again is one the program touched since
+ * (recorded first), unless the page-out could not take it: one shared with
+ * another process (pagemap's exclusive bit clear) is not watched.  (A locked
+ * VMA's pages count as touched: such a VMA is not lazy, keying drops them.)
+ */
 static void classify(struct recorder *r, struct watch_vma *v, const struct page_region *pr)
 {
-	for (uint64_t a = pr->start; a < pr->end; a += PAGE) {
-		if (pr->categories & PAGE_IS_PRESENT) {
-			if (test_clear(v, a))
+	uint64_t pm[512];
+
+	if (!(pr->categories & PAGE_IS_PRESENT)) {
+		r->paged_out += (pr->end - pr->start) / PAGE;
+		return;
+	}
+	for (uint64_t a = pr->start; a < pr->end; a += PAGE * 512) {
+		uint64_t n = (pr->end - a) / PAGE < 512 ? (pr->end - a) / PAGE : 512;
+		ssize_t got = pread(r->pagemap, pm, n * 8, (off_t)(a / PAGE * 8));
+		for (uint64_t i = 0; i < n; i++) {
+			bool exclusive = got >= (ssize_t)((i + 1) * 8) && pm[i] >> 56 & 1;
+			if (!test_clear(v, a + i * PAGE))
+				continue;
+			if (exclusive) {
+				r->early++;
+				note_page(r, a + i * PAGE);
+			} else {
 				r->kept++;
-		} else {
-			r->paged_out++;
+			}
 		}
 	}
+}
+
+static void note_page(struct recorder *r, uint64_t a)
+{
+	if (r->nr_order >= IMG_WS_MAX_PAGES) {
+		r->full++;
+		return;
+	}
+	if (r->nr_order == r->cap_order) {
+		uint32_t cap = r->cap_order ? r->cap_order * 2 : 1024;
+		uint64_t *o = realloc(r->order, cap * sizeof(*o));
+		if (!o) {
+			r->full++;
+			return;
+		}
+		r->order = o;
+		r->cap_order = cap;
+	}
+	r->order[r->nr_order++] = a;
 }
 
 static void note(struct recorder *r, struct watch_vma *v, const struct page_region *pr)
 {
-	for (uint64_t a = pr->start; a < pr->end; a += PAGE) {
-		if (!test_clear(v, a))
-			continue;
-		if (r->nr_order >= IMG_WS_MAX_PAGES) {
-			r->full++;
-			continue;
-		}
-		if (r->nr_order == r->cap_order) {
-			uint32_t cap = r->cap_order ? r->cap_order * 2 : 1024;
-			uint64_t *o = realloc(r->order, cap * sizeof(*o));
-			if (!o) {
-				r->full++;
-				continue;
-			}
-			r->order = o;
-			r->cap_order = cap;
-		}
-		r->order[r->nr_order++] = a;
-	}
+	for (uint64_t a = pr->start; a < pr->end; a += PAGE)
+		if (test_clear(v, a))
+			note_page(r, a);
 }
 
-/* process_madvise over every watched VMA (or only the pages still to see when todo_only). */
+/* process_madvise(advice) over every watched VMA. */
 static int advise(struct recorder *r, int advice, const char *what)
 {
 	struct iovec iov[IOV_BATCH];
@@ -341,11 +365,12 @@ static int advise(struct recorder *r, int advice, const char *what)
 			/* a VMA unmapped meanwhile gives ENOMEM for its range; the rest is done */
 			if (syscall(SYS_process_madvise, r->pidfd, iov, n, advice, 0) < 0 && errno != ENOMEM) {
 				if (errno == EINVAL)
-					return fail("pid %d: process_madvise(%s) not supported by this kernel (Linux 5.10+)",
-						    r->pid, what);
+					return fail(
+					    "pid %d: process_madvise(%s) not supported by this kernel (Linux 5.10+)",
+					    r->pid, what);
 				if (errno == EPERM)
-					return fail("pid %d: process_madvise(%s): not permitted (needs CAP_SYS_NICE)", r->pid,
-						    what);
+					return fail("pid %d: process_madvise(%s): not permitted (needs CAP_SYS_NICE)",
+						    r->pid, what);
 				if (errno == ESRCH)
 					return fail("pid %d: the program exited", r->pid);
 				return fail("pid %d: process_madvise(%s): %s", r->pid, what, strerror(errno));
@@ -440,8 +465,9 @@ static int record(struct recorder *r, double secs, double interval_ms)
 	}
 	fprintf(stderr,
 		"lazyrestore record-ws: pid %d: %" PRIu64 " pages paged out, %" PRIu64
-		" could not be (not watched); watching for %.3f s\n",
-		r->pid, r->paged_out, r->kept, secs);
+		" touched again before the first scan (recorded first), %" PRIu64
+		" shared with another process (not watched); watching for %.3f s\n",
+		r->pid, r->paged_out, r->early, r->kept, secs);
 	while (!stop_requested) {
 		double t = now();
 		if (t >= end)
@@ -461,7 +487,8 @@ static int record(struct recorder *r, double secs, double interval_ms)
 	if (advise(r, MADV_WILLNEED, "MADV_WILLNEED"))
 		fprintf(stderr, "lazyrestore record-ws: pid %d: untouched pages stay in swap until touched\n", r->pid);
 	fprintf(stderr,
-		"lazyrestore record-ws: pid %d: %u pages touched in %.3f s (%" PRIu64 " scans, %.3f ms each on average)%s\n",
+		"lazyrestore record-ws: pid %d: %u pages touched in %.3f s (%" PRIu64
+		" scans, %.3f ms each on average)%s\n",
 		r->pid, r->nr_order, now() - t0, r->scans, r->scans ? r->scan_ms / (double)r->scans : 0.0,
 		r->full ? "; bound reached, later pages not recorded" : "");
 out:
@@ -501,7 +528,8 @@ static int key_to_dump(const char *dir, struct img_ws *ws, const char *from)
 		}
 		dropped += t->nr - kept;
 		if (t->nr && !kept) {
-			fail("%s: none of the %u pages recorded for task %u (%s) lies in its private anonymous memory in "
+			fail("%s: none of the %u pages recorded for task %u (%s) lies in its private anonymous memory "
+			     "in "
 			     "this dump: a recording of another program",
 			     dir, t->nr, t->pid, from);
 			goto out;
@@ -574,7 +602,8 @@ static int do_record(pid_t pid, double secs, double interval, const char *dir, c
 			fail("%s", err.msg);
 			goto out;
 		}
-		fprintf(stderr, "lazyrestore record-ws: %s: %u pages of pid %d (task %u in its dump), keyed to no dump yet\n",
+		fprintf(stderr,
+			"lazyrestore record-ws: %s: %u pages of pid %d (task %u in its dump), keyed to no dump yet\n",
 			out, task.nr, pid, task.pid);
 		ret = 0;
 		if (dir && key_to_dump(dir, &ws, out))
@@ -604,10 +633,14 @@ static int do_key(const char *from, const char *dir)
 int cmd_record_ws(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"pid", required_argument, NULL, 'p'},	  {"for", required_argument, NULL, 't'},
-		{"images-dir", required_argument, NULL, 'D'}, {"output", required_argument, NULL, 'o'},
-		{"from", required_argument, NULL, 'f'},	  {"interval", required_argument, NULL, 'i'},
-		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"for", required_argument, NULL, 't'},
+	    {"images-dir", required_argument, NULL, 'D'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"from", required_argument, NULL, 'f'},
+	    {"interval", required_argument, NULL, 'i'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *dir = NULL, *out = NULL, *from = NULL;
 	double pid = 0, secs = -1, interval = DEFAULT_INTERVAL;

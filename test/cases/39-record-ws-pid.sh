@@ -167,7 +167,7 @@ else
 	fail record-ws-no-pid "status $rc: $out"
 fi
 # a dump whose pstree has no such task: the file's pid rewritten by re-recording a shell
-sleep 30 </dev/null >/dev/null 2>&1 &
+sleep 30 >/dev/null 2>&1 &
 other=$!
 out=$("$LAZYRESTORE" record-ws --pid "$other" --for 0.05 --images-dir "$d/img" 2>&1 | tail -n1)
 kill "$other" 2>/dev/null
