@@ -66,7 +66,7 @@ static void act(void)
 /* the pages PAGEMAP_SCAN reports in category cat, as "first-last" runs */
 static void report(const char *name, uint64_t flags, uint64_t cat)
 {
-	struct page_region r[NP];
+	struct page_region r[NP] = {{0}};
 	struct pm_scan_arg a = {.size = sizeof(a),
 				.flags = flags,
 				.start = (uint64_t)(uintptr_t)mem,
