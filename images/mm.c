@@ -172,7 +172,7 @@ static int read_pagemap(struct img_dir *d, struct img_mm *mm, struct img_err *er
 	if (read_pagemap_head(&f, mm, err))
 		goto fail;
 	while ((r = img_file_next_msg(&f, &pagemap_entry__descriptor, false, (void **)&pe, &off, err)) == 1) {
-		struct img_pme p;
+		struct img_pme p = {0}; /* file_off is set after check_pme(), which does not read it */
 
 		p.vaddr = pe->vaddr;
 		p.nr_pages = pe->nr_pages;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "images/internal.h"
@@ -232,44 +233,111 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
-int img_ws_write(struct img_dir *d, const struct img_ws *ws, struct img_err *err)
+/* Write name (relative to dirfd) atomically: name.tmp, then renamed; shown is the name in errors. */
+static int write_at(int dirfd, const char *name, const char *shown, const struct img_ws *ws, bool common,
+		    struct img_err *err)
 {
-	const char *tmp = IMG_WS_FILE ".tmp";
-	char name[512];
+	char tmp[4096];
 	uint8_t magic[8], *buf;
 	size_t len, nm = 0;
 	int ret = -1;
 
-	snprintf(name, sizeof(name), "%s/%s", d->path, tmp);
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= sizeof(tmp))
+		return img_fail(err, shown, 0, "path too long");
 	if (img_ws_encode(ws, &buf, &len, err))
 		return -1;
-	if (d->img_version != 1) /* framed as the dump's other files (images/file.c) */
+	if (common) /* framed as the dump's other files (images/file.c) */
 		put32(magic + nm, IMG_COMMON_MAGIC), nm += 4;
 	put32(magic + nm, IMG_WS_MAGIC);
 	nm += 4;
-	int fd = openat(d->fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		img_fail(err, name, 0, "cannot create: %s", strerror(errno));
+		img_fail(err, shown, 0, "cannot create %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	if (write_all(fd, magic, nm) || write_all(fd, buf, len) || fsync(fd)) {
-		img_fail(err, name, 0, "write failed: %s", strerror(errno ? errno : EIO));
+		img_fail(err, shown, 0, "write failed: %s", strerror(errno ? errno : EIO));
 		close(fd);
 		goto unlink;
 	}
 	if (close(fd)) {
-		img_fail(err, name, 0, "write failed: %s", strerror(errno));
+		img_fail(err, shown, 0, "write failed: %s", strerror(errno));
 		goto unlink;
 	}
-	if (renameat(d->fd, tmp, d->fd, IMG_WS_FILE)) {
-		img_fail(err, name, 0, "cannot rename to %s: %s", IMG_WS_FILE, strerror(errno));
+	if (renameat(dirfd, tmp, dirfd, name)) {
+		img_fail(err, shown, 0, "cannot rename %s to it: %s", tmp, strerror(errno));
 		goto unlink;
 	}
 	ret = 0;
 	goto out;
 unlink:
-	unlinkat(d->fd, tmp, 0);
+	unlinkat(dirfd, tmp, 0);
 out:
 	free(buf);
+	return ret;
+}
+
+int img_ws_write(struct img_dir *d, const struct img_ws *ws, struct img_err *err)
+{
+	char name[4096];
+
+	snprintf(name, sizeof(name), "%s/%s", d->path, IMG_WS_FILE);
+	return write_at(d->fd, IMG_WS_FILE, name, ws, d->img_version != 1, err);
+}
+
+int img_ws_write_file(const char *path, const struct img_ws *ws, struct img_err *err)
+{
+	return write_at(AT_FDCWD, path, path, ws, true, err);
+}
+
+int img_ws_read_file(const char *path, struct img_ws *ws, struct img_err *err)
+{
+	/* the largest valid file: both magics, the header, every task and page */
+	const size_t max = 8 + IMG_WS_HEADER + (size_t)IMG_WS_MAX_TASKS * 8 + (size_t)IMG_WS_MAX_TOTAL * 8;
+	struct stat st;
+	size_t len = 0, pos = 0;
+	uint8_t *buf = NULL;
+	int ret = -1;
+
+	memset(ws, 0, sizeof(*ws));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return img_fail(err, path, 0, "cannot open: %s", strerror(errno));
+	if (fstat(fd, &st)) {
+		img_fail(err, path, 0, "cannot stat: %s", strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		img_fail(err, path, 0, "%s (%lld bytes; a working-set file is at most %zu)",
+			 S_ISREG(st.st_mode) ? "too large" : "not a regular file", (long long)st.st_size, max);
+		goto out;
+	}
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf) {
+		img_fail(err, path, 0, "out of memory for %lld bytes", (long long)st.st_size);
+		goto out;
+	}
+	while (len < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			img_fail(err, path, len, "read failed: %s", n ? strerror(errno) : "file shrank");
+			goto out;
+		}
+		len += (size_t)n;
+	}
+	if (len >= 4 && le32(buf) == IMG_COMMON_MAGIC)
+		pos = 4;
+	if (len - pos < 4 || le32(buf + pos) != IMG_WS_MAGIC) {
+		img_fail(err, path, pos, "not a working-set file (magic 0x%08x, want 0x%08x)",
+			 len - pos >= 4 ? le32(buf + pos) : 0, IMG_WS_MAGIC);
+		goto out;
+	}
+	pos += 4;
+	ret = img_ws_parse(buf + pos, len - pos, path, pos, ws, err);
+out:
+	free(buf);
+	close(fd);
 	return ret;
 }

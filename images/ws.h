@@ -57,6 +57,12 @@ int img_ws_read(struct img_dir *d, struct img_ws *ws, struct img_err *err);
 int img_ws_parse(const uint8_t *buf, size_t len, const char *name, size_t base, struct img_ws *ws, struct img_err *err);
 /* Write DIR/IMG_WS_FILE atomically (a temporary file renamed over it). */
 int img_ws_write(struct img_dir *d, const struct img_ws *ws, struct img_err *err);
+/*
+ * The same format at any path (with the common magic; the reader takes it
+ * with or without): a recording not yet keyed to a dump (ident 0).
+ */
+int img_ws_write_file(const char *path, const struct img_ws *ws, struct img_err *err);
+int img_ws_read_file(const char *path, struct img_ws *ws, struct img_err *err);
 /* Encode into a malloc()ed buffer (what follows the magic words). */
 int img_ws_encode(const struct img_ws *ws, uint8_t **buf, size_t *len, struct img_err *err);
 void img_ws_free(struct img_ws *ws);

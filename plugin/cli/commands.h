@@ -14,5 +14,6 @@ int cmd_page_server(int argc, char **argv);
 int cmd_lazy_pages(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_page_fetch(int argc, char **argv);
+int cmd_record_ws(int argc, char **argv);
 
 #endif

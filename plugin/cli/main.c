@@ -9,6 +9,7 @@ static const struct lr_command commands[] = {
     {"show", "print the tasks, VMAs and lazy/present pages of a dump", cmd_show},
     {"lazy-pages", "serve a lazy restore's memory (drop-in for criu lazy-pages)", cmd_lazy_pages},
     {"page-server", "serve a dump's pages over TCP (CRIU page-server protocol)", cmd_page_server},
+    {"record-ws", "record the working set of a running program for a later lazy restore", cmd_record_ws},
     {"check", "probe the kernel, host and criu for every fact lazyrestore needs", cmd_check},
     {"page-fetch", "fetch a dump's pages from a page server and check them (transport test)", cmd_page_fetch},
 };
