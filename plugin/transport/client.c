@@ -390,6 +390,12 @@ static void urg_requeue(struct psc *c, struct preq *list, const char *why)
 		list = next;
 	}
 	pthread_mutex_lock(&c->lock);
+	if (c->failed) {
+		/* fail_all has drained the queues: nobody would read them again */
+		pthread_mutex_unlock(&c->lock);
+		fail_list(c, f.head, why);
+		return;
+	}
 	fifo_prepend(&c->queue[URGENT], &f);
 	c->reprobe = c->o.reconnect; /* the I/O thread reads it only, under lock */
 	c->st.reconnects += c->o.reconnect;
@@ -826,6 +832,29 @@ fail:
 
 static bool submit_polled(struct psc *c, struct preq *r);
 
+/* lock held: the client failed or is closing, so r is not taken (err says why). */
+static bool refused_locked(struct psc *c, const struct preq *r, char *err, size_t errlen)
+{
+	if (!c->failed && !c->stopping)
+		return false;
+	snprintf(err, errlen, "pid %u page %#llx (%u pages) not served: %s", r->pid, (unsigned long long)r->vaddr,
+		 r->nr_pages, c->failed ? c->fail_why : "the client is closing");
+	return true;
+}
+
+/* As refused_locked, taking the lock; r is freed if refused. */
+static bool refused(struct psc *c, struct preq *r, char *err, size_t errlen)
+{
+	bool no;
+
+	pthread_mutex_lock(&c->lock);
+	no = refused_locked(c, r, err, errlen);
+	pthread_mutex_unlock(&c->lock);
+	if (no)
+		free(r);
+	return no;
+}
+
 int psc_submit(struct psc *c, uint32_t pid, uint64_t vaddr, uint32_t nr_pages, void *dest, unsigned flags,
 	       psc_done_fn done, void *arg, char *err, size_t errlen)
 {
@@ -847,18 +876,21 @@ int psc_submit(struct psc *c, uint32_t pid, uint64_t vaddr, uint32_t nr_pages, v
 			   .urgent = flags & PSC_URGENT,
 			   .done = done,
 			   .arg = arg};
+	if (refused(c, r, err, errlen))
+		return -1;
+	if (r->urgent && (flags & PSC_POLLED) && c->o.urgent_polled && submit_polled(c, r))
+		return 0;
+	/*
+	 * Checked again in the same locked section as the push: fail_all may
+	 * have drained the queues since, and the I/O thread then reads them no
+	 * more (a request pushed after it would never complete).
+	 */
 	pthread_mutex_lock(&c->lock);
-	if (c->failed || c->stopping) {
-		snprintf(err, errlen, "pid %u page %#llx (%u pages) not served: %s", pid, (unsigned long long)vaddr,
-			 nr_pages, c->failed ? c->fail_why : "the client is closing");
+	if (refused_locked(c, r, err, errlen)) {
 		pthread_mutex_unlock(&c->lock);
 		free(r);
 		return -1;
 	}
-	pthread_mutex_unlock(&c->lock);
-	if (r->urgent && (flags & PSC_POLLED) && c->o.urgent_polled && submit_polled(c, r))
-		return 0;
-	pthread_mutex_lock(&c->lock);
 	fifo_push(&c->queue[r->urgent ? URGENT : BULK], r);
 	pthread_mutex_unlock(&c->lock);
 	wake(c);
