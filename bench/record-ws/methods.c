@@ -20,25 +20,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifndef PAGEMAP_SCAN
-#define PAGE_IS_WRITTEN (1 << 1)
-#define PAGE_IS_PRESENT (1 << 3)
-struct page_region {
-	uint64_t start, end, categories;
-};
-struct pm_scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-#define PAGEMAP_SCAN	      _IOWR('f', 16, struct pm_scan_arg)
-#define PM_SCAN_CHECK_WPASYNC (1 << 1)
-#endif
+#include "../../lib/pagemap-compat.h"
+
 #ifndef UFFD_FEATURE_WP_ASYNC
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
 #define UFFD_FEATURE_WP_ASYNC	    (1 << 15)
-#endif
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21
 #endif
 
 #define NP 64

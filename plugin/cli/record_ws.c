@@ -26,25 +26,8 @@
 
 #include "images/image.h"
 #include "images/ws.h"
+#include "lib/pagemap-compat.h"
 #include "plugin/cli/commands.h"
-
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21
-#endif
-
-/* PAGEMAP_SCAN (Linux 6.7 uapi linux/fs.h), for older headers. */
-#ifndef PAGEMAP_SCAN
-#define PAGE_IS_PRESENT (1 << 3)
-#define PAGE_IS_SWAPPED (1 << 4)
-struct page_region {
-	uint64_t start, end, categories;
-};
-struct pm_scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
-#endif
 
 #define PAGE		 ((uint64_t)4096)
 #define MAX_WATCH_PAGES	 ((uint64_t)1 << 28) /* 1 TiB of address space: a bit each */

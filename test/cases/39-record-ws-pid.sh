@@ -51,19 +51,6 @@ if ! has_swap; then
 	echo "    swap: $swapfile (256 MiB, made by this case, removed at exit); zswap $(cat /sys/module/zswap/parameters/enabled 2>/dev/null || echo absent)"
 fi
 
-stat_of() { sed -n "s/.*\"$2\": \\([0-9.]*\\).*/\\1/p" "$1" 2>/dev/null; }
-
-# ask DIR PID SIG FILE NAME: signal, wait for DIR/FILE.PID, print it (fails unless OK)
-ask() {
-	local dir=$1 p=$2 sig=$3 file=$4 name=$5 res
-	rm -f "$dir/$file.$p"
-	kill "-$sig" "$p" 2>/dev/null || { fail "$name" "task $p is not running"; return 1; }
-	wait_for_file "$dir/$file.$p" 120 || { fail "$name" "task $p wrote no $file"; return 1; }
-	res=$(cat "$dir/$file.$p")
-	[[ $res == OK* ]] || { fail "$name" "task $p: $res"; return 1; }
-	echo "$res"
-}
-
 # start_recorder NAME PID SECONDS ARGS...: record-ws in the background (its
 # output in $d/NAME.out), back once the program is paged out.
 start_recorder() {

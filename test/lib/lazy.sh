@@ -158,3 +158,17 @@ expect_resumed() {
 		fail "$name-resumed" "no restart in $log: $(first_err "$log")"
 	fi
 }
+
+# stat_of FILE KEY: a number of a --stats JSON file
+stat_of() { sed -n "s/.*\"$2\": \\([0-9.]*\\).*/\\1/p" "$1" 2>/dev/null; }
+
+# ask DIR PID SIG FILE NAME: signal, wait for DIR/FILE.PID, print it (fails unless OK)
+ask() {
+	local dir=$1 p=$2 sig=$3 file=$4 name=$5 res
+	rm -f "$dir/$file.$p"
+	kill "-$sig" "$p" 2>/dev/null || { fail "$name" "task $p is not running"; return 1; }
+	wait_for_file "$dir/$file.$p" 120 || { fail "$name" "task $p wrote no $file"; return 1; }
+	res=$(cat "$dir/$file.$p")
+	[[ $res == OK* ]] || { fail "$name" "task $p: $res"; return 1; }
+	echo "$res"
+}
