@@ -34,6 +34,13 @@ $(LR_CHECK_UNIT): plugin/cli/tests/test_check.c plugin/cli/check-util.c plugin/c
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) -lcmocka
 TEST_BINS += $(LR_CHECK_UNIT)
+# Which processes are the restore's (forks a stand-in for criu; CLONE_NEWPID needs root).
+LR_TREE_UNIT := $(BUILD)/unit/test_tree
+$(LR_TREE_UNIT): plugin/tests/test_tree.c plugin/engine/tree.c plugin/engine/tree.h plugin/log/log.c
+	@mkdir -p $(dir $@)
+	@echo "  CC       $<"
+	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) -lcmocka
+TEST_BINS += $(LR_TREE_UNIT)
 # The engine in-process (needs a userfaultfd: root here).
 LR_ENGINE_UNIT := $(BUILD)/unit/test_engine
 LR_ENGINE_UNIT_SRCS := plugin/tests/test_engine.c $(wildcard plugin/engine/*.c) plugin/source/file.c \

@@ -2,7 +2,10 @@
 /*
  * Restored tasks are identified by ancestry, not by trusting a pid number: an
  * image pid may belong to an unrelated process here (another pid namespace),
- * so only descendants of the criu restore that connected to us are touched.
+ * so only processes criu restore made are touched: its descendants, and the
+ * trees it forks as its own siblings (clone(CLONE_PARENT) for
+ * --restore-sibling, which runc asks for): children of criu's parent that
+ * started after criu did.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -45,6 +48,57 @@ static int read_status(pid_t pid, struct proc_ent *p)
 	return 0;
 }
 
+/* Start time of pid in clock ticks since boot (/proc/PID/stat field 22), 0 if unknown. */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long t = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* comm may hold spaces and parentheses: the fields start after the last ')' */
+	char *p = strrchr(buf, ')');
+	if (!p ||
+	    sscanf(p + 1, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu", &t) != 1)
+		return 0;
+	return t;
+}
+
+/* The criu restore that connected: its pid, its parent and when it started. */
+struct restore_id {
+	pid_t criu, parent;
+	unsigned long long start;
+};
+
+static int restore_id(pid_t criu, struct restore_id *r)
+{
+	struct proc_ent p;
+
+	if (read_status(criu, &p))
+		return -1;
+	r->criu = criu;
+	r->parent = p.ppid;
+	r->start = start_time(criu);
+	return r->start ? 0 : -1;
+}
+
+/* Is pid, a child of ppid, one that criu made: its child, or its sibling born after it? */
+static bool made_by(const struct restore_id *r, pid_t pid, pid_t ppid)
+{
+	if (ppid == r->criu)
+		return true;
+	if (ppid != r->parent || pid == r->criu || r->parent <= 1)
+		return false;
+	unsigned long long t = start_time(pid);
+	return t && t >= r->start;
+}
+
 /* Snapshot of /proc; *out freed by the caller. */
 static size_t scan_procs(struct proc_ent **out)
 {
@@ -74,29 +128,30 @@ static size_t scan_procs(struct proc_ent **out)
 	return nr;
 }
 
-static int is_descendant(const struct proc_ent *v, size_t nr, pid_t pid, pid_t ancestor)
+/* Is pid, walked up through v's PPid, a process of the restore r? */
+static bool in_restore(const struct proc_ent *v, size_t nr, pid_t pid, const struct restore_id *r)
 {
 	for (int depth = 0; depth < 64 && pid > 1; depth++) {
 		pid_t parent = 0;
 		for (size_t i = 0; i < nr; i++)
 			if (v[i].pid == pid)
 				parent = v[i].ppid;
-		if (parent == ancestor)
-			return 1;
+		if (made_by(r, pid, parent))
+			return true;
 		pid = parent;
 	}
-	return 0;
+	return false;
 }
 
-/* Does pid, walked up through PPid, reach ancestor? */
-static bool reaches(pid_t pid, pid_t ancestor)
+/* The same, reading /proc/PID/status on the way up instead of a snapshot. */
+static bool reaches(pid_t pid, const struct restore_id *r)
 {
 	struct proc_ent p;
 
 	for (int depth = 0; depth < 64 && pid > 1; depth++) {
 		if (read_status(pid, &p))
 			return false;
-		if (p.ppid == ancestor)
+		if (made_by(r, pid, p.ppid))
 			return true;
 		pid = p.ppid;
 	}
@@ -108,28 +163,46 @@ static bool reaches(pid_t pid, pid_t ancestor)
  * in our pid namespace).  A hand-off is on the restore's critical path: the
  * restorer's first fault waits for it, so a walk of all of /proc comes last.
  */
-static pid_t find_same_pid(pid_t ancestor, uint32_t vpid)
+static pid_t find_same_pid(const struct restore_id *r, uint32_t vpid)
 {
 	struct proc_ent p;
 
 	if (vpid > INT32_MAX || read_status((pid_t)vpid, &p) || p.nspid != vpid)
 		return 0;
-	return reaches(p.pid, ancestor) ? p.pid : 0;
+	return reaches(p.pid, r) ? p.pid : 0;
 }
 
 pid_t lr_tree_find(pid_t ancestor, uint32_t vpid)
 {
 	struct proc_ent *v = NULL;
-	pid_t found = find_same_pid(ancestor, vpid);
+	struct restore_id r;
 
+	if (restore_id(ancestor, &r))
+		return 0;
+	pid_t found = find_same_pid(&r, vpid);
 	if (found)
 		return found;
 	size_t nr = scan_procs(&v);
 	for (size_t i = 0; i < nr && !found; i++)
-		if (v[i].nspid == vpid && is_descendant(v, nr, v[i].pid, ancestor))
+		if (v[i].nspid == vpid && in_restore(v, nr, v[i].pid, &r))
 			found = v[i].pid;
 	free(v);
 	return found;
+}
+
+/* Is pid below ancestor in v? */
+static bool is_descendant(const struct proc_ent *v, size_t nr, pid_t pid, pid_t ancestor)
+{
+	for (int depth = 0; depth < 64 && pid > 1; depth++) {
+		pid_t parent = 0;
+		for (size_t i = 0; i < nr; i++)
+			if (v[i].pid == pid)
+				parent = v[i].ppid;
+		if (parent == ancestor)
+			return true;
+		pid = parent;
+	}
+	return false;
 }
 
 void lr_tree_kill(const pid_t *pids, size_t nr)
