@@ -194,6 +194,20 @@ static struct uffd_msg *read_target(struct lr_engine *e, struct lr_task *t, stru
 	return lr_journal_area(j, t->idx) + t->jpos;
 }
 
+/* How long a read waited at the gate: the part of a fault's latency spent behind a worker's copy. */
+static void note_gate_wait(struct lr_stats *s, double secs)
+{
+	uint64_t ns = (uint64_t)(secs * 1e9);
+
+	s->gate_reads++;
+	if (ns < 1000) /* uncontended: the time of the clock reads themselves */
+		return;
+	s->gate_waits++;
+	s->gate_wait_ns += ns;
+	if (ns > s->gate_wait_max_ns)
+		s->gate_wait_max_ns = ns;
+}
+
 static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *msgs, int *nr)
 {
 	size_t space;
@@ -202,7 +216,9 @@ static int read_batch(struct lr_engine *e, struct lr_task *t, struct uffd_msg *m
 	ssize_t n;
 	int ret = 0;
 
+	double g0 = lr_now();
 	lr_prefetch_gate_read_lock(e, t);
+	note_gate_wait(&e->stats, lr_now() - g0);
 	do
 		n = read(t->uffd, buf, space * sizeof(*buf));
 	while (n < 0 && errno == EINTR);

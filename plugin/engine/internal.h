@@ -82,7 +82,8 @@ enum lr_stage {
  *   hint_task hint_addr rr          lock
  *   workers nr_workers              lock (prefetch start and stop)
  *   stats                           eexist bytes zero_pages prefetch_pages: atomic adds,
- *                                   any thread, no lock; everything else under lock
+ *                                   any thread, no lock; gate_*: the fault thread only, no
+ *                                   lock (read once it has stopped); everything else under lock
  */
 struct lr_task {
 	int uffd;

@@ -111,6 +111,9 @@ int lr_stats_write_json(const struct lr_stats *s, const char *path)
 		s->t_all_resident > 0 && s->t_finished > 0 ? s->t_all_resident - s->t_finished : -1,
 		lr_stats_percentile(s, 50), lr_stats_percentile(s, 90), lr_stats_percentile(s, 99),
 		s->lat_max_ns / 1000.0);
+	fprintf(f, "  \"gate\": {\"reads\": %llu, \"waited\": %llu, \"wait_mean_us\": %.1f, \"wait_max_us\": %.1f},\n",
+		(unsigned long long)s->gate_reads, (unsigned long long)s->gate_waits,
+		s->gate_waits ? s->gate_wait_ns / 1e3 / s->gate_waits : 0, s->gate_wait_max_ns / 1e3);
 	fprintf(f, "  \"page_source\": \"%s\",\n  \"page_source_why\": \"", s->source);
 	for (const char *p = s->source_why; *p; p++) /* our own text, but keep the JSON valid */
 		fputc(*p == '"' || *p == '\\' ? '\'' : *p, f);
@@ -137,4 +140,7 @@ void lr_stats_log_summary(const struct lr_stats *s)
 		s->t_all_resident > 0 && s->t_finished > 0 ? s->t_all_resident - s->t_finished : -1,
 		lr_stats_percentile(s, 50), lr_stats_percentile(s, 90), lr_stats_percentile(s, 99),
 		s->lat_max_ns / 1000.0);
+	pr_info("stats: %llu uffd reads, %llu waited at the gate for a copy in flight (mean %.1f, max %.1f us)",
+		(unsigned long long)s->gate_reads, (unsigned long long)s->gate_waits,
+		s->gate_waits ? s->gate_wait_ns / 1e3 / s->gate_waits : 0, s->gate_wait_max_ns / 1e3);
 }

@@ -25,6 +25,8 @@ struct lr_stats {
 	double t_first_fault, t_finished, t_all_resident; /* 0 = not yet */
 	uint64_t hist[LR_HIST_BUCKETS];			  /* fault service latency, ns */
 	uint64_t lat_max_ns;
+	/* uffd reads, and those that waited at the gate for a worker's copy in flight (fault thread) */
+	uint64_t gate_reads, gate_waits, gate_wait_ns, gate_wait_max_ns;
 	char source[8];	      /* how pages were copied: "mmap" or "pread" */
 	char source_why[200]; /* the probe's figures, or the option that chose */
 	uint64_t step_max;    /* largest background step, bytes */
