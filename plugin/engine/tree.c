@@ -76,16 +76,28 @@ struct restore_id {
 	unsigned long long start;
 };
 
+/*
+ * Read once: every task's hand-off asks, on criu's critical path, and a daemon
+ * serves one restore (one criu, alive while it hands tasks over).
+ */
 static int restore_id(pid_t criu, struct restore_id *r)
 {
+	static __thread struct restore_id last;
 	struct proc_ent p;
 
+	if (last.criu == criu) {
+		*r = last;
+		return 0;
+	}
 	if (read_status(criu, &p))
 		return -1;
 	r->criu = criu;
 	r->parent = p.ppid;
 	r->start = start_time(criu);
-	return r->start ? 0 : -1;
+	if (!r->start)
+		return -1;
+	last = *r;
+	return 0;
 }
 
 /* Is pid, a child of ppid, one that criu made: its child, or its sibling born after it? */
