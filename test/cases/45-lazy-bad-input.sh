@@ -60,32 +60,46 @@ expect_refused lazy-bad-corrupt-pagemap "$img" "pagemap-$pid\.img"
 # Pages that vanish after the daemon opened them (I/O error mid-restore):
 # the daemon must kill the restored task with one line naming task and page.
 # Only the daemon's copy is damaged (-D copy, -W the intact dump that criu
-# restore reads its eager pages from).
-img=$(fresh_copy vanish)
-work=$(fresh_copy vanish-work)
-if start_lazy vanish "$LAZYRESTORE" "$img" -W "$work"; then
+# restore reads its eager pages from).  Twice: the task restored below criu,
+# and as criu's sibling (-S, --restore-sibling, as runc asks for it), which
+# is not below the criu that connected to the daemon.
+# vanish NAME [criu restore args]
+vanish() {
+	local name=$1 img work rc err
+	shift
+	img=$(fresh_copy "$name")
+	work=$(fresh_copy "$name-work")
+	if ! start_lazy "$name" "$LAZYRESTORE" "$img" -W "$work"; then
+		fail "$name-pages" "daemon did not start"
+		return
+	fi
 	truncate -s 4096 "$img/$(basename "$pages")"
-	criu_restore vanish "$work" --lazy-pages -d 2>/dev/null
+	criu_restore "$name" "$work" --lazy-pages -d "$@" 2>/dev/null
 	wait_lazy 60
 	rc=$?
-	err=$(grep -m1 'Error' "$work/lazy-pages-vanish.log")
+	err=$(grep -m1 'Error' "$work/lazy-pages-$name.log")
 	if [ $rc -ne 0 ] && [[ $err =~ task\ $pid.*page\ 0x[0-9a-f]+.*pages-[0-9]+\.img.*killing ]]; then
-		pass lazy-bad-vanished-pages
-		echo "    lazy-bad-vanished-pages: $err"
+		pass "$name-pages"
+		echo "    $name-pages: $err"
 	else
-		fail lazy-bad-vanished-pages "status $rc, log: ${err:-$(tail -n1 "$work/lazy-pages-vanish.log")}"
+		fail "$name-pages" "status $rc, log: ${err:-$(tail -n1 "$work/lazy-pages-$name.log")}"
+	fi
+	if grep -q "can't be killed on error" "$work/lazy-pages-$name.log"; then
+		fail "$name-found" "$(grep -m1 "can't be killed" "$work/lazy-pages-$name.log")"
+	else
+		pass "$name-found"
 	fi
 	sleep 0.5
 	if kill -0 "$pid" 2>/dev/null; then
-		fail lazy-bad-vanished-stopped "restored task $pid still runs"
+		fail "$name-stopped" "restored task $pid still runs"
 		kill -KILL "$pid"
 	else
-		pass lazy-bad-vanished-stopped
+		pass "$name-stopped"
 	fi
 	wait_tree_gone "$d/img"
-else
-	fail lazy-bad-vanished-pages "daemon did not start"
-fi
+}
+vanish lazy-bad-vanished
+vanish lazy-bad-vanished-sibling --restore-sibling
 
 # A hostile peer on lazy-pages.socket: each bad hand-off gets its error.
 # hostile NAME REGEX PYTHON-SNIPPET (s = the connected socket)
