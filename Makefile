@@ -91,9 +91,12 @@ distclean:
 
 help:
 	@echo "make          build the pinned CRIU and lazyrestore (installs Debian packages)"
-	@echo "make test     the test suite (ends with 'N passed, N failed')"
+	@echo "make test     the test suite (ends with 'N passed, N failed, N skipped'; TESTS=REGEX for some)"
 	@echo "make demo     dump the bundled demo program and show its images"
 	@echo "make lint     clang-format, cppcheck, shellcheck, gcc+clang -Werror"
 	@echo "make fuzz     run every fuzz target (FUZZ_SECONDS each)"
 	@echo "make zdtm     CRIU's zdtm suite against this build"
-	@echo "make bench    benchmarks against stock CRIU"
+	@echo "make bench    benchmarks against stock CRIU (bench-restore, bench-net, bench-apps,"
+	@echo "              bench-runc, bench-userfault one by one; bench/README.md)"
+	@echo "make zdtm-lazy-plugin  CRIU's lazy zdtm set with the plugin doing the work"
+	@echo "make install / make uninstall  lazyrestore, the CRIU plugin, the man pages"

@@ -37,7 +37,8 @@ Who serves the lazy pages at the destination (--daemon):
            CRIU plugin (lazyrestore.so in --plugin-dir) starts the daemon
            itself.  RPC restores hide --lazy-pages from plugins, so this sets
            LAZYRESTORE_PLUGIN=on (and LAZYRESTORE_PAGE_SERVER=ADDR:PORT in
-           remote mode, where the plugin starts criu's own lazy-pages).
+           remote mode, where the plugin starts `lazyrestore lazy-pages
+           --page-server`).
 
 options:
   --mode remote|images|eager   see above (default remote)

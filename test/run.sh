@@ -6,7 +6,7 @@
 #   PASS: name      FAIL: name: why      SKIP: name: reason
 # and exits non-zero if anything failed.  A script that prints none of these
 # counts as one test, judged by its exit status (77 = skipped).
-# TESTS=REGEX runs only the cases whose file name matches.
+# TESTS=REGEX runs only the unit-test binaries and cases whose name matches.
 # Ends with one line: "N passed, N failed, N skipped".
 # Every step inside a case has a bound of its own (test/lib/common.sh: a
 # stuck criu ends its case within about a minute, with one line naming the

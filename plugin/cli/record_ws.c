@@ -83,7 +83,7 @@ static const char record_usage[] = "usage: lazyrestore record-ws --pid PID --for
 				   "\n"
 				   "Exit status 0 when the file is written; 1 with one line naming the pid or the\n"
 				   "file and the problem otherwise (no such process, no swap, a kernel without\n"
-				   "MADV_PAGEOUT or PAGEMAP_SCAN, a dump without the task, ...).\n";
+				   "MADV_PAGEOUT or PAGEMAP_SCAN, a dump without the task, ...); 2 on bad usage.\n";
 
 struct watch_vma {
 	uint64_t start, end;

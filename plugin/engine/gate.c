@@ -13,7 +13,7 @@
 
 #include "plugin/engine/gate.h"
 
-/* Longer than one prefetch step, shorter than a sleep and wake-up. */
+/* Longer than one piece of prefetch copy inside the gate (<= 64 KiB), shorter than a sleep and wake-up. */
 #define READER_SPIN_NS 30000
 
 static void futex_wait(int *addr, int val)

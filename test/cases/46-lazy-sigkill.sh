@@ -1,6 +1,6 @@
 #!/bin/bash
 # timeout: 300
-# SIGKILL of our page server's engine right after restore, while the memory
+# SIGKILL of our lazy-pages daemon's engine right after restore, while the memory
 # is still being served: the supervisor must restart it, the restarted
 # engine resumes from the images and the uffd journal, and the program sees
 # exactly its dumped bytes (every word checked).  Twice: 1 GiB with random

@@ -2,7 +2,7 @@
 # timeout: 400
 # A redis-server container (runc, the fixture of test/lib/runc.sh: its own
 # namespaces, loopback only) holding REDIS_KEYS (100k) distinct keys is
-# migrated lazily by scripts/migrate-runc.sh to a new container, three ways:
+# migrated lazily by scripts/migrate-runc.sh to a new container, five ways:
 #   remote/stock   runc checkpoint --lazy-pages --page-server (post-copy),
 #                  pages fetched by stock `criu lazy-pages --page-server`
 #   images/ours    runc checkpoint, images copied to another dir, served
@@ -12,7 +12,9 @@
 #   remote-split   remote/stock as two hosts do it: `--role source` and
 #                  `--role destination` apart, the images copied by a --copy
 #                  script
-# (remote/ours once `lazyrestore lazy-pages` has --page-server.)  Each time:
+#   remote/ours    runc checkpoint --lazy-pages --page-server, pages fetched
+#                  by `lazyrestore lazy-pages --page-server`
+# Each time:
 # DBSIZE and every value at the destination as put in, the source container
 # gone, and the restored one serving (a new key set and read back).
 . "$(dirname "$0")/../lib/common.sh"
@@ -70,9 +72,5 @@ variant images-ours images ours --dst-images "$d/images-ours/dst-img"
 variant images-plugin images plugin
 # two hosts' flow: each side on its own (--role), the images copied between
 variant remote-split remote stock --address 127.0.0.1 --port "$(free_port)"
-if "$LAZYRESTORE" lazy-pages --help 2>&1 | grep -q -- '--page-server'; then
-	variant remote-ours remote ours
-else
-	skip remote-ours "lazyrestore lazy-pages has no --page-server yet (no remote page source: issue 17)"
-fi
+variant remote-ours remote ours
 finish

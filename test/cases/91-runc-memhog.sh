@@ -7,7 +7,8 @@
 #                  stock `criu lazy-pages --page-server`
 #   images/ours    runc checkpoint, `lazyrestore lazy-pages` from the images
 #   remote/plugin  (256 MiB) the plugin in runc's `criu swrk`, with
-#                  LAZYRESTORE_PAGE_SERVER: criu's lazy-pages started by it
+#                  LAZYRESTORE_PAGE_SERVER: it starts `lazyrestore lazy-pages
+#                  --page-server`
 # Each time every word of every process is checked at the destination, and
 # the source container must be gone.
 . "$(dirname "$0")/../lib/common.sh"
