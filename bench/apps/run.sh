@@ -24,16 +24,18 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$TOP/test/lib/redis.sh"
 
 apps="redis memcached pydict" keys=1000000 size=1000 reps=3 seconds=10 rate=5000 settle=3
+all_modes="eager stock ours ours+ws"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rate) rate=$2; shift 2 ;;
+	--modes) all_modes=$2; shift 2 ;;
 	--settle) settle=$2; shift 2 ;;
 	--apps) apps=$2; shift 2 ;;
 	--keys) keys=$2; shift 2 ;;
 	--size) size=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
 	--seconds) seconds=$2; shift 2 ;;
-	*) echo "usage: $0 [--apps \"redis memcached pydict\"] [--keys N] [--size BYTES] [--reps R] [--seconds S] [--rate R] [--settle W]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--apps \"redis memcached pydict\"] [--keys N] [--size BYTES] [--reps R] [--seconds S] [--rate R] [--settle W] [--modes \"eager stock ours ours+ws\"]" >&2; exit 2 ;;
 	esac
 done
 windows=1
@@ -191,8 +193,8 @@ bench() {
 	[ -s "$d/img/lazyrestore-ws.img" ] || { echo "$app: no working set recorded" >&2; return 1; }
 	for rep in $(seq "$reps"); do
 		# rotate the order each repetition: no mode always goes first
-		modes=(eager stock ours ours+ws)
-		for k in 0 1 2 3; do one "$app" "${modes[$(((k + rep) % 4))]}" "$rep" || return 1; done
+		read -ra modes <<<"$all_modes"
+		for k in "${!modes[@]}"; do one "$app" "${modes[$(((k + rep) % ${#modes[@]}))]}" "$rep" || return 1; done
 	done
 	# the images are large; the logs and stats stay
 	rm -f "$d"/img/pages-*.img
