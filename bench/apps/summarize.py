@@ -52,7 +52,7 @@ def window_cells(rs, w):
 def table(app, cols, cells):
     print("| mode | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
-    for m in [m for m in MODES if m in rows[app]]:
+    for m in [m for m in MODES if m in rows[app]] + sorted(set(rows[app]) - set(MODES)):
         rs = rows[app][m]
         print("| %s (%d) | %s |" % (m, len(rs), " | ".join(cells(rs))))
     print()
