@@ -4,7 +4,8 @@
 load.py fill --proto P --port N --keys K --size S
 load.py run  --proto P --port N --keys K --size S [--seed X] [--seconds 1,10]
              [--bound B] [--hot H] [--hot-share F] [--rate R] [--on-time-us U]
-             [--settle-pid PID] [--settle-seconds W] [-- RESTORE COMMAND...]
+             [--settle-pid PID] [--settle-seconds W] [--trace FILE]
+             [-- RESTORE COMMAND...]
 
 P is resp (redis-server, pydict.py) or memcache (memcached).  Key i is
 "key:<i>", its value "value:<i>" zero-padded to S bytes, i < K.
@@ -32,7 +33,8 @@ requests, p50_us, p99_us, max_us and on_time (the share answered within U
 us of its due time, default 1000).  The same for the "settled" window: the
 W seconds (default 3) from the exit of PID (the lazy-pages daemon, so all
 is resident and its last huge-page collapses are done; settle_at_s says
-when), or from 1 s without PID; never before 1 s.
+when), or from 1 s without PID; never before 1 s.  --trace writes each
+request's due time (CLOCK_MONOTONIC, s) and latency (us), a line each.
 """
 import argparse
 import ctypes
@@ -278,6 +280,9 @@ def run(a, cmd):
         window(out, "%gs" % w, lat, 0, w, a.on_time_us)
     out["settle_at_s"] = round(settle, 3)
     window(out, "settled", lat, settle, settle + a.settle_seconds, a.on_time_us)
+    if a.trace:
+        with open(a.trace, "w") as f:
+            f.writelines("%.6f %.1f\n" % (start + at, us) for at, us in lat)
     print(json.dumps(out))
     return 0
 
@@ -303,6 +308,7 @@ def main():
     p.add_argument("--on-time-us", type=float, default=1000)
     p.add_argument("--settle-pid", type=int)
     p.add_argument("--settle-seconds", type=float, default=3)
+    p.add_argument("--trace")
     a = p.parse_args(argv)
     try:
         return fill(a) if a.what == "fill" else run(a, cmd)

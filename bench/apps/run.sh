@@ -157,7 +157,7 @@ one() {
 	esac
 	# the settled window starts when the daemon is gone (all resident, its last collapses done)
 	[ -n "$LAZY_PID" ] && settle_pid=(--settle-pid "$LAZY_PID")
-	res=$(load run --seed "$rep" --seconds "$windows" "${settle_pid[@]}" --bound "$(_bound_secs "${RESTORE_BOUND:-60}")" -- \
+	res=$(load run --seed "$rep" --seconds "$windows" "${settle_pid[@]}" --trace "$d/trace-$name.txt" --bound "$(_bound_secs "${RESTORE_BOUND:-60}")" -- \
 		"$CRIU" restore -D "$d/img" -o "restore-$name.log" -v4 "${lazy[@]}" -d) || {
 		echo "$app $name: $(first_error "$d/img/restore-$name.log")" >&2
 		return 1
