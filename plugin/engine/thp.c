@@ -303,6 +303,7 @@ static void collapse(struct lr_engine *e, struct lr_thp *h, size_t i, uint64_t s
 		marked++;
 	int pidfd = tt->pidfd;
 	uint32_t vpid = tt->t->vpid;
+	bool sweeping = h->sweeping;
 	pthread_mutex_unlock(&h->lock);
 	sched_raise(&was);
 	double t0 = lr_now();
@@ -313,7 +314,7 @@ static void collapse(struct lr_engine *e, struct lr_thp *h, size_t i, uint64_t s
 	double ms = (lr_now() - t0) * 1e3;
 	sched_restore(e, &was);
 	__atomic_fetch_add(&e->stats.thp_collapse_ns, (uint64_t)(ms * 1e6), __ATOMIC_RELAXED);
-	if (h->sweeping)
+	if (sweeping)
 		serve_faults(e);
 	pthread_mutex_lock(&h->lock);
 	tt = &h->v[i]; /* lr_thp_add_task() may have moved the array */
