@@ -26,7 +26,13 @@
 #endif
 #define THP_SIZE  (2UL << 20)
 #define THP_BATCH 16U /* extents in one collapse call at most: faults are served between two */
-#define THP_SYSFS "/sys/kernel/mm/transparent_hugepage/enabled"
+/*
+ * A collapse holds the program's mmap lock for writing, and every fault's
+ * UFFDIO_COPY waits for it: the workers collapse only once no fault was
+ * served for this long (what is still queued at the end is the sweep's).
+ */
+#define THP_CALM_S 0.020
+#define THP_SYSFS  "/sys/kernel/mm/transparent_hugepage/enabled"
 
 struct thp_task {
 	struct lr_task *t;
@@ -52,9 +58,11 @@ struct lr_thp {
 	pthread_mutex_t lock; /* the fields below; never taken inside the engine lock */
 	struct thp_claim *q;  /* deferred claims */
 	size_t nr_q, cap_q;
-	bool always;   /* THP "always": eligible unless MADV_NOHUGEPAGE */
-	bool refused;  /* the syscall itself is refused (EPERM, ENOSYS, EINVAL): stop trying */
-	bool sweeping; /* lr_thp_finish() runs: the fault thread collapses, the workers are gone */
+	bool always;	   /* THP "always": eligible unless MADV_NOHUGEPAGE */
+	bool refused;	   /* the syscall itself is refused (EPERM, ENOSYS, EINVAL): stop trying */
+	bool sweeping;	   /* lr_thp_finish() runs: the fault thread collapses, the workers are gone */
+	uint64_t seen_seq; /* e->fault_seq when last looked at, and since when it has not moved */
+	double seen_at;
 	struct thp_task *v;
 	size_t nr, cap;
 };
@@ -459,8 +467,14 @@ void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, u
 	defer(h, t, start, img, len);
 	if (later)
 		return;
+	uint64_t seq = __atomic_load_n(&e->fault_seq, __ATOMIC_RELAXED);
+	double now = lr_now();
 	pthread_mutex_lock(&h->lock);
-	bool enough = h->nr_q >= THP_BATCH;
+	if (seq != h->seen_seq) {
+		h->seen_seq = seq;
+		h->seen_at = now;
+	}
+	bool enough = h->nr_q >= THP_BATCH && now - h->seen_at >= THP_CALM_S;
 	pthread_mutex_unlock(&h->lock);
 	if (enough)
 		drain(e, h);
