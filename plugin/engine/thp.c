@@ -365,8 +365,8 @@ static void collapse_runs(struct lr_engine *e, struct lr_thp *h, const struct th
 	for (size_t k = 0; k < nr;) {
 		size_t i = ext[k].task;
 		unsigned n = 0;
-		while (k < nr && ext[k].task == i &&
-		       was_done(&h->v[i], ext[k].s)) /* done by another thread meanwhile */
+		/* skip what another thread did meanwhile */
+		while (k < nr && ext[k].task == i && was_done(&h->v[i], ext[k].s))
 			k++;
 		if (k == nr || ext[k].task != i)
 			continue;
@@ -432,8 +432,8 @@ static void drain(struct lr_engine *e, struct lr_thp *h)
 		if ((c->start ^ c->img) & (THP_SIZE - 1)) /* moved off its alignment: never huge */
 			continue;
 		for (uint64_t s = c->start & ~(THP_SIZE - 1); s < c->start + c->len; s += THP_SIZE) {
-			pthread_mutex_lock(
-			    &e->lock); /* never inside the thp lock: lr_thp_add_task() nests the other way */
+			/* the engine lock never inside the thp lock: lr_thp_add_task() nests the other way */
+			pthread_mutex_lock(&e->lock);
 			bool whole = extent_installed(e, c->t, s);
 			pthread_mutex_unlock(&e->lock);
 			if (!whole)
