@@ -3,7 +3,9 @@
 
 load.py fill --proto P --port N --keys K --size S
 load.py run  --proto P --port N --keys K --size S [--seed X] [--seconds 1,10]
-             [--bound B] [--hot H] [--hot-share F] [-- RESTORE COMMAND...]
+             [--bound B] [--hot H] [--hot-share F] [--rate R] [--on-time-us U]
+             [--settle-pid PID] [--settle-seconds W] [--trace FILE]
+             [-- RESTORE COMMAND...]
 
 P is resp (redis-server, pydict.py) or memcache (memcached).  Key i is
 "key:<i>", its value "value:<i>" zero-padded to S bytes, i < K.
@@ -13,22 +15,34 @@ server holds K keys afterwards.
 
 run prepares the whole request sequence first, then (t0) runs the restore
 command, waits for it (B seconds at most, default 60; its process group is
-killed past that), and the moment it returns connects to 127.0.0.1:N
-(retrying every 0.5 ms) and sends GETs one at a time on that connection:
-with probability F (default 0.9) for one of the H hot keys (default 10000,
-a fixed random subset), else for any key.  Every reply must be the value
-fill wrote; a wrong reply ends the run with status 1.  Without a command, t0
-is the connect (the program as it runs, never dumped).  Prints one JSON line:
-restore_s (t0 to the command's exit), first_reply_s (t0 to the first correct
-reply), and for each window W of --seconds (default 1,10): requests, p50_us,
-p99_us, max_us of the requests sent in the first W seconds of the load (it
-starts when the restore command returns; its first request is one of them,
-however long its reply took).
+killed past that), and the moment it returns starts an open-loop schedule:
+request k is due at k/R seconds (R default 10000 a second), GETs on one
+connection to 127.0.0.1:N (connecting, retrying every 0.5 ms, is part of the
+first requests' latency): with probability F (default 0.9) for one of the H
+hot keys (default 10000, a fixed random subset), else for any key.  Every
+request due is sent at once, pipelined behind those not answered yet, so a
+server that stalls finds the whole backlog waiting, and each latency counts
+from the request's due time, not from when it could be sent (no coordinated
+omission: a 650 ms stall is 6500 slow requests at 10000/s, not one).  Every
+reply must be the value fill wrote; a wrong reply ends the run with status
+1.  Without a command, t0 is the start (the program as it runs, never
+dumped).  Prints one JSON line: restore_s (t0 to the command's exit),
+first_reply_s (t0 to the first correct reply), and for each window W of
+--seconds (default 1,10) of the requests due in the first W seconds:
+requests, p50_us, p99_us, max_us and on_time (the share answered within U
+us of its due time, default 1000).  The same for the "settled" window: the
+W seconds (default 3) from the exit of PID (the lazy-pages daemon, so all
+is resident and its last huge-page collapses are done; settle_at_s says
+when), or from 1 s without PID; never before 1 s.  --trace writes each
+request's due time (CLOCK_MONOTONIC, s) and latency (us), a line each.
 """
 import argparse
+import ctypes
+import gc
 import json
 import os
 import random
+import select
 import signal
 import socket
 import subprocess
@@ -60,37 +74,11 @@ def resp_set(key, val):
     return b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(val), val)
 
 
-def resp_read(f):
-    """A bulk string reply: bytes, or None for a missing key."""
-    line = f.readline()
-    if not line.startswith(b"$"):
-        raise ValueError("reply %r" % line[:80])
-    n = int(line[1:])
-    if n < 0:
-        return None
-    return f.read(n + 2)[:-2]
-
-
 def mc_get(key):
     return b"get %s\r\n" % key
 
 
-def mc_read(f):
-    """A get reply: the value, or None for a miss."""
-    line = f.readline()
-    if line == b"END\r\n":
-        return None
-    parts = line.split()
-    if len(parts) != 4 or parts[0] != b"VALUE":
-        raise ValueError("reply %r" % line[:80])
-    data = f.read(int(parts[3]) + 2)[:-2]
-    end = f.readline()
-    if end != b"END\r\n":
-        raise ValueError("no END after the value: %r" % end[:80])
-    return data
-
-
-PROTO = {"resp": (resp_get, resp_read), "memcache": (mc_get, mc_read)}
+PROTO = {"resp": resp_get, "memcache": mc_get}
 
 
 def fill(a):
@@ -144,8 +132,70 @@ def pick(lat, q):
     return round(lat[min(len(lat) - 1, int(q * len(lat)))], 1)
 
 
+def timer_slack():
+    """Wake-ups on time: the default 50 us timer slack would be latency on every request."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(29, 1, 0, 0, 0):  # PR_SET_TIMERSLACK, 1 ns
+            print("load.py: PR_SET_TIMERSLACK: %s" % os.strerror(ctypes.get_errno()), file=sys.stderr)
+    except OSError as e:
+        print("load.py: no PR_SET_TIMERSLACK: %s" % e, file=sys.stderr)
+
+
+class Replies:
+    """Replies parsed from a non-blocking socket's bytes as they come."""
+
+    def __init__(self, proto):
+        self.buf, self.pos, self.mc = bytearray(), 0, proto == "memcache"
+
+    def feed(self, data):
+        if self.pos > (1 << 20):
+            del self.buf[:self.pos]
+            self.pos = 0
+        self.buf += data
+
+    def next(self):
+        """(True, value or None) for a whole reply, (False, None) for more bytes first."""
+        b, p = self.buf, self.pos
+        e = b.find(b"\r\n", p)
+        if e < 0:
+            return False, None
+        if self.mc:
+            if b[p:e] == b"END":
+                self.pos = e + 2
+                return True, None
+            parts = bytes(b[p:e]).split()
+            if len(parts) != 4 or parts[0] != b"VALUE":
+                raise ValueError("reply %r" % bytes(b[p:p + 80]))
+            n = int(parts[3])
+            if len(b) < e + 2 + n + 7:
+                return False, None
+            if b[e + 2 + n:e + 2 + n + 7] != b"\r\nEND\r\n":
+                raise ValueError("no END after the value: %r" % bytes(b[e + 2 + n:e + 2 + n + 40]))
+            self.pos = e + 2 + n + 7
+            return True, bytes(b[e + 2:e + 2 + n])
+        if b[p:p + 1] != b"$":
+            raise ValueError("reply %r" % bytes(b[p:p + 80]))
+        n = int(b[p + 1:e])
+        if n < 0:
+            self.pos = e + 2
+            return True, None
+        if len(b) < e + 2 + n + 2:
+            return False, None
+        self.pos = e + 2 + n + 2
+        return True, bytes(b[e + 2:e + 2 + n])
+
+
+def window(out, tag, lat, lo, hi, on_time_us):
+    ws = sorted(us for at, us in lat if lo <= at < hi)
+    out["requests_" + tag] = len(ws)
+    if ws:
+        out.update({"p50_us_" + tag: pick(ws, 0.5), "p99_us_" + tag: pick(ws, 0.99), "max_us_" + tag: round(ws[-1], 1),
+                    "on_time_" + tag: round(sum(1 for us in ws if us <= on_time_us) / len(ws), 4)})
+
+
 def run(a, cmd):
-    send, read = PROTO[a.proto]
+    send = PROTO[a.proto]
     windows = sorted(float(w) for w in a.seconds.split(","))
     rnd = random.Random(a.seed)
     hot = [rnd.randrange(a.keys) for _ in range(min(a.hot, a.keys))]
@@ -154,39 +204,85 @@ def run(a, cmd):
     seq = [rnd.choice(hot) if rnd.random() < a.hot_share else rnd.randrange(a.keys) for _ in range(n_pre)]
     reqs = [send(b"key:%d" % i) for i in seq]
     hot_vals = {i: value(i, a.size) for i in hot}
+    interval = 1.0 / a.rate
+    # the daemon's exit starts the settled window; its pidfd is taken while it surely runs
+    daemon = os.pidfd_open(a.settle_pid) if a.settle_pid else None
+    gc.disable()  # no collector pause in the measured loop
+    timer_slack()
     t0 = time.monotonic()
     restore_s = None
     if cmd:
         restore(cmd, a.bound)
         restore_s = time.monotonic() - t0
-    start = time.monotonic()  # the load starts: a window counts the requests sent in its first W seconds
+    start = time.monotonic()  # the schedule starts: request k is due at start + k / rate
     if not cmd:
         t0 = start
     s = connect(a.port, start + 30)
-    f = s.makefile("rb")
-    lat, first, k = [], None, 0
+    s.setblocking(False)
+    rep = Replies(a.proto)
+    lat, first = [], None
+    sent = answered = 0  # requests sent; replies read (in order)
+    out = bytearray()
+    settle = None if daemon is not None else 1.0  # the settled window's start, s after start
+    stop = None  # no request is due at or after it
+    bound = start + max(windows) + a.settle_seconds + a.bound + 60
     while True:
-        t = time.monotonic()
-        if t - start >= windows[-1] and first is not None:
-            break
-        j = k % n_pre
-        k += 1
-        s.sendall(reqs[j])
-        v = read(f)
         now = time.monotonic()
-        i = seq[j]
-        if v != (hot_vals.get(i) or value(i, a.size)):
-            print("wrong reply for key:%d: %r" % (i, None if v is None else v[:40]), file=sys.stderr)
-            return 1
-        if first is None:
-            first = now
-        lat.append((t - start, (now - t) * 1e6))
-    out = {"restore_s": None if restore_s is None else round(restore_s, 6), "first_reply_s": round(first - t0, 6)}
+        if now > bound:
+            raise RuntimeError("the load did not end in time (%d of %d replies)" % (answered, sent))
+        if stop is None and settle is not None:
+            stop = max(windows[-1], settle + a.settle_seconds)
+        # every request due by now goes out, pipelined behind those not answered yet: the schedule is kept
+        due = int((now - start) / interval) + 1
+        if stop is not None:
+            due = min(due, int(stop / interval))
+        while sent < due:
+            out += reqs[sent % n_pre]
+            sent += 1
+        if out:
+            try:
+                n = s.send(out)
+                del out[:n]
+            except BlockingIOError:
+                pass
+        if stop is not None and answered == sent and sent >= int(stop / interval):
+            break
+        wait = start + sent * interval - now
+        watch = [s] if settle is not None else [s, daemon]
+        r, _, _ = select.select(watch, [s] if out else [], [], max(0.0, min(wait, 0.01)))
+        if daemon in r:  # the daemon is gone: all resident, its last collapses done
+            settle = max(1.0, time.monotonic() - start)
+        if s not in r:
+            continue
+        data = s.recv(1 << 20)
+        if not data:
+            raise RuntimeError("the server closed the connection (%d of %d replies)" % (answered, sent))
+        rep.feed(data)
+        now = time.monotonic()
+        while True:
+            whole, v = rep.next()
+            if not whole:
+                break
+            if answered >= sent:
+                raise ValueError("a reply to no request")
+            i = seq[answered % n_pre]
+            if v != (hot_vals.get(i) or value(i, a.size)):
+                print("wrong reply for key:%d: %r" % (i, None if v is None else v[:40]), file=sys.stderr)
+                return 1
+            due_at = answered * interval
+            answered += 1
+            if first is None:
+                first = now
+            lat.append((due_at, (now - start - due_at) * 1e6))
+    out = {"restore_s": None if restore_s is None else round(restore_s, 6), "first_reply_s": round(first - t0, 6),
+           "rate": a.rate}
     for w in windows:
-        ws = sorted(us for at, us in lat if at < w)
-        tag = "%gs" % w
-        out.update({"requests_" + tag: len(ws), "p50_us_" + tag: pick(ws, 0.5), "p99_us_" + tag: pick(ws, 0.99),
-                    "max_us_" + tag: round(ws[-1], 1)})
+        window(out, "%gs" % w, lat, 0, w, a.on_time_us)
+    out["settle_at_s"] = round(settle, 3)
+    window(out, "settled", lat, settle, settle + a.settle_seconds, a.on_time_us)
+    if a.trace:
+        with open(a.trace, "w") as f:
+            f.writelines("%.6f %.1f\n" % (start + at, us) for at, us in lat)
     print(json.dumps(out))
     return 0
 
@@ -208,6 +304,11 @@ def main():
     p.add_argument("--seconds", default="1,10")
     p.add_argument("--seed", type=int, default=20)
     p.add_argument("--bound", type=int, default=60)
+    p.add_argument("--rate", type=float, default=10000)
+    p.add_argument("--on-time-us", type=float, default=1000)
+    p.add_argument("--settle-pid", type=int)
+    p.add_argument("--settle-seconds", type=float, default=3)
+    p.add_argument("--trace")
     a = p.parse_args(argv)
     try:
         return fill(a) if a.what == "fill" else run(a, cmd)

@@ -23,15 +23,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/lib/common.sh"
 . "$TOP/test/lib/redis.sh"
 
-apps="redis memcached pydict" keys=1000000 size=1000 reps=3 seconds=10
+apps="redis memcached pydict" keys=1000000 size=1000 reps=3 seconds=10 rate=5000 settle=3
+all_modes="eager stock ours ours+ws"
 while [ $# -gt 0 ]; do
 	case $1 in
+	--rate) rate=$2; shift 2 ;;
+	--modes) all_modes=$2; shift 2 ;;
+	--settle) settle=$2; shift 2 ;;
 	--apps) apps=$2; shift 2 ;;
 	--keys) keys=$2; shift 2 ;;
 	--size) size=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
 	--seconds) seconds=$2; shift 2 ;;
-	*) echo "usage: $0 [--apps \"redis memcached pydict\"] [--keys N] [--size BYTES] [--reps R] [--seconds S]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--apps \"redis memcached pydict\"] [--keys N] [--size BYTES] [--reps R] [--seconds S] [--rate R] [--settle W] [--modes \"eager stock ours ours+ws\"]" >&2; exit 2 ;;
 	esac
 done
 windows=1
@@ -119,7 +123,8 @@ _no_conn() { [ -z "$(ss -Htn state established "( sport = :$APP_PORT )" 2>/dev/n
 load() {
 	local what=$1
 	shift
-	"$PY" "$here/load.py" "$what" --proto "$APP_PROTO" --port "$APP_PORT" --keys "$keys" --size "$size" "$@"
+	"$PY" "$here/load.py" "$what" --proto "$APP_PROTO" --port "$APP_PORT" --keys "$keys" --size "$size" \
+		--rate "$rate" --settle-seconds "$settle" "$@"
 }
 
 # ---- the modes ----------------------------------------------------------------
@@ -139,7 +144,7 @@ start_daemon() {
 
 # one APP MODE REP: restore, load, stop; appends a line to $out
 one() {
-	local app=$1 mode=$2 rep=$3 name=$2-$3 res stats="" extra=() lazy=(--lazy-pages) thp
+	local app=$1 mode=$2 rep=$3 name=$2-$3 res stats="" extra=() lazy=(--lazy-pages) thp settle_pid=()
 	wait_tree_gone "$d/img" >/dev/null || { echo "pids still in use" >&2; return 1; }
 	case $mode in
 	eager) lazy=() ;;
@@ -150,7 +155,9 @@ one() {
 		if [ "$mode" = ours+ws ]; then mv -f "$d/ws.off" "$d/img/lazyrestore-ws.img" 2>/dev/null || true; fi
 		start_daemon "$name" "$LAZYRESTORE" --stats "stats-$name.json" "${extra[@]}" || return 1 ;;
 	esac
-	res=$(load run --seed "$rep" --seconds "$windows" --bound "$(_bound_secs "${RESTORE_BOUND:-60}")" -- \
+	# the settled window starts when the daemon is gone (all resident, its last collapses done)
+	[ -n "$LAZY_PID" ] && settle_pid=(--settle-pid "$LAZY_PID")
+	res=$(load run --seed "$rep" --seconds "$windows" "${settle_pid[@]}" --trace "$d/trace-$name.txt" --bound "$(_bound_secs "${RESTORE_BOUND:-60}")" -- \
 		"$CRIU" restore -D "$d/img" -o "restore-$name.log" -v4 "${lazy[@]}" -d) || {
 		echo "$app $name: $(first_error "$d/img/restore-$name.log")" >&2
 		return 1
@@ -186,8 +193,8 @@ bench() {
 	[ -s "$d/img/lazyrestore-ws.img" ] || { echo "$app: no working set recorded" >&2; return 1; }
 	for rep in $(seq "$reps"); do
 		# rotate the order each repetition: no mode always goes first
-		modes=(eager stock ours ours+ws)
-		for k in 0 1 2 3; do one "$app" "${modes[$(((k + rep) % 4))]}" "$rep" || return 1; done
+		read -ra modes <<<"$all_modes"
+		for k in "${!modes[@]}"; do one "$app" "${modes[$(((k + rep) % ${#modes[@]}))]}" "$rep" || return 1; done
 	done
 	# the images are large; the logs and stats stay
 	rm -f "$d"/img/pages-*.img

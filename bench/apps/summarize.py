@@ -1,22 +1,24 @@
 #!/usr/bin/python3
-"""Medians (min-max) per app and mode of bench/apps/run.sh's results.tsv,
-and the issue's ratios (first reply against eager, p99 against stock, the
-whole window against the live program)."""
+"""Medians (min-max) per app and mode of bench/apps/run.sh's results.tsv, in
+two tables per app (the start: the first 1 s and S s of the load; settled:
+the window after the daemon's exit, with the huge pages at the end), and the
+issue's ratios (first reply against eager, p99 of the first second against
+stock, the settled window against the program never dumped)."""
 import json
 import statistics
 import sys
 
+MODES = ("live", "eager", "stock", "ours", "ours+ws")
 rows, wins = {}, set()
 for line in open(sys.argv[1]):
     app, mode, rep, res, thp, stats = (line.rstrip("\n").split("\t") + [""] * 6)[:6]
     r = json.loads(res)
     r["anon_huge_kib"] = int(thp) if thp else None
-    wins.update(k[len("p99_us_"):] for k in r if k.startswith("p99_us_"))
+    wins.update(k[len("p99_us_"):] for k in r if k.startswith("p99_us_") and k != "p99_us_settled")
     if stats:
         s = json.loads(stats)
-        r["faults"] = s.get("faults")
-        r["ws_pages"] = s.get("ws_pages")
-        r["thp_collapsed"] = s.get("thp_collapsed")
+        for k in ("faults", "ws_pages", "thp_collapsed", "thp_failed"):
+            r[k] = s.get(k)
     rows.setdefault(app, {}).setdefault(mode, []).append(r)
 wins = sorted(wins, key=lambda w: float(w[:-1]))
 
@@ -36,31 +38,46 @@ def med(app, mode, key):
     return statistics.median(v) if v else None
 
 
-def ratio(what, a, b):
-    if a is not None and b:
-        print("%s: %.2f" % (what, a / b))
+def ratio(app, what, key, a, b):
+    x, y = med(app, a, key), med(app, b, key)
+    if x is not None and y:
+        print("%s %s / %s: %.2f" % (what, a, b, x / y))
 
 
-cols = ["restore returns (ms)", "first correct reply (ms)"]
-for w in wins:
-    cols += ["p50 first %s (us)" % w, "p99 first %s (us)" % w]
-cols += ["faults", "ws pages", "AnonHugePages (kB)"]
-for app in rows:
-    print("\n%s:\n" % app)
+def window_cells(rs, w):
+    return [cell(vals(rs, "p50_us_" + w), "%.0f"), cell(vals(rs, "p99_us_" + w), "%.0f"),
+            cell(vals(rs, "max_us_" + w), "%.0f"), cell(vals(rs, "on_time_" + w, 100), "%.1f")]
+
+
+def table(app, cols, cells):
     print("| mode | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
-    for m in [m for m in ("live", "eager", "stock", "ours", "ours+ws") if m in rows[app]]:
+    for m in [m for m in MODES if m in rows[app]] + sorted(set(rows[app]) - set(MODES)):
         rs = rows[app][m]
-        c = [cell(vals(rs, "restore_s", 1e3), "%.1f"), cell(vals(rs, "first_reply_s", 1e3), "%.1f")]
-        for w in wins:
-            c += [cell(vals(rs, "p50_us_" + w), "%.0f"), cell(vals(rs, "p99_us_" + w), "%.0f")]
-        c += [cell(vals(rs, "faults"), "%d"), cell(vals(rs, "ws_pages"), "%d"), cell(vals(rs, "anon_huge_kib"), "%d")]
-        print("| %s (%d) | %s |" % (m, len(rs), " | ".join(c)))
+        print("| %s (%d) | %s |" % (m, len(rs), " | ".join(cells(rs))))
     print()
-    ratio("first reply ours+ws / eager", med(app, "ours+ws", "first_reply_s"), med(app, "eager", "first_reply_s"))
-    ratio("first reply ours / eager", med(app, "ours", "first_reply_s"), med(app, "eager", "first_reply_s"))
-    ratio("p99 first 1s ours+ws / stock", med(app, "ours+ws", "p99_us_1s"), med(app, "stock", "p99_us_1s"))
-    if wins[-1] != "1s":
-        w = wins[-1]
-        ratio("p50 first %s ours+ws / live" % w, med(app, "ours+ws", "p50_us_" + w), med(app, "live", "p50_us_" + w))
-        ratio("p99 first %s ours+ws / live" % w, med(app, "ours+ws", "p99_us_" + w), med(app, "live", "p99_us_" + w))
+
+
+def win_cols(w):
+    return ["p50 %s (us)" % w, "p99 %s (us)" % w, "max %s (us)" % w, "on time %s (%%)" % w]
+
+
+for app in rows:
+    print("\n%s, the start (windows from the restore's return):\n" % app)
+    cols = ["restore returns (ms)", "first correct reply (ms)"]
+    for w in wins:
+        cols += win_cols("first " + w)
+    table(app, cols, lambda rs: [cell(vals(rs, "restore_s", 1e3), "%.1f"), cell(vals(rs, "first_reply_s", 1e3), "%.1f")] +
+          sum((window_cells(rs, w) for w in wins), []))
+    print("%s, settled (from the daemon's exit, or 1 s):\n" % app)
+    cols = ["settled at (s)"] + win_cols("settled") + ["faults", "ws pages", "collapsed", "collapse failed",
+                                                       "AnonHugePages (kB)"]
+    table(app, cols, lambda rs: [cell(vals(rs, "settle_at_s"), "%.2f")] + window_cells(rs, "settled") +
+          [cell(vals(rs, k), "%d") for k in ("faults", "ws_pages", "thp_collapsed", "thp_failed", "anon_huge_kib")])
+    ratio(app, "first reply", "first_reply_s", "ours+ws", "eager")
+    ratio(app, "first reply", "first_reply_s", "ours", "eager")
+    ratio(app, "p99 first 1s", "p99_us_1s", "ours+ws", "stock")
+    ratio(app, "p99 first 1s", "p99_us_1s", "ours", "stock")
+    for m in ("ours+ws", "ours", "eager"):
+        ratio(app, "p50 settled", "p50_us_settled", m, "live")
+        ratio(app, "p99 settled", "p99_us_settled", m, "live")

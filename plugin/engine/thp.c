@@ -5,11 +5,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -22,7 +25,14 @@
 #define MADV_COLLAPSE 25
 #endif
 #define THP_SIZE  (2UL << 20)
-#define THP_SYSFS "/sys/kernel/mm/transparent_hugepage/enabled"
+#define THP_BATCH 16U /* extents in one collapse call at most: faults are served between two */
+/*
+ * A collapse holds the program's mmap lock for writing, and every fault's
+ * UFFDIO_COPY waits for it: the workers collapse only once no fault was
+ * served for this long (what is still queued at the end is the sweep's).
+ */
+#define THP_CALM_S 0.020
+#define THP_SYSFS  "/sys/kernel/mm/transparent_hugepage/enabled"
 
 struct thp_task {
 	struct lr_task *t;
@@ -32,18 +42,27 @@ struct thp_task {
 	size_t nr_done, cap_done;
 };
 
-/* A claim the fault thread completed, for a worker to look at. */
+/* A claim completed by the fault thread or a worker, to look at later. */
 struct thp_claim {
 	struct lr_task *t;
 	uint64_t start, img, len;
+};
+
+/* An extent to collapse: run-time address s of task v[task]. */
+struct thp_ext {
+	size_t task;
+	uint64_t s;
 };
 
 struct lr_thp {
 	pthread_mutex_t lock; /* the fields below; never taken inside the engine lock */
 	struct thp_claim *q;  /* deferred claims */
 	size_t nr_q, cap_q;
-	bool always;  /* THP "always": eligible unless MADV_NOHUGEPAGE */
-	bool refused; /* the syscall itself is refused (EPERM, ENOSYS, EINVAL): stop trying */
+	bool always;	   /* THP "always": eligible unless MADV_NOHUGEPAGE */
+	bool refused;	   /* the syscall itself is refused (EPERM, ENOSYS, EINVAL): stop trying */
+	bool sweeping;	   /* lr_thp_finish() runs: the fault thread collapses, the workers are gone */
+	uint64_t seen_seq; /* e->fault_seq when last looked at, and since when it has not moved */
+	double seen_at;
 	struct thp_task *v;
 	size_t nr, cap;
 };
@@ -142,12 +161,12 @@ void lr_thp_add_task(struct lr_engine *e, struct lr_task *t, const struct img_mm
 		h->always ? "THP always" : "MADV_HUGEPAGE");
 }
 
-static struct thp_task *find_task(struct lr_thp *h, const struct lr_task *t)
+static long find_task(const struct lr_thp *h, const struct lr_task *t)
 {
 	for (size_t i = 0; i < h->nr; i++)
 		if (h->v[i].t == t)
-			return &h->v[i];
-	return NULL;
+			return (long)i;
+	return -1;
 }
 
 /* Engine lock held: no page of [s, s+THP_SIZE) pending or in a copier's hands. */
@@ -184,69 +203,193 @@ static bool was_done(const struct thp_task *tt, uint64_t s)
 	return false;
 }
 
-/* thp lock held.  Collapse the extent at run-time address s (once). */
-static void collapse(struct lr_engine *e, struct lr_thp *h, struct thp_task *tt, uint64_t s)
+/* Note s as collapsed (or being collapsed); false if out of memory (then it may be tried twice). */
+static bool mark_done(struct thp_task *tt, uint64_t s)
 {
-	struct iovec iov = {.iov_base = (void *)(uintptr_t)s, .iov_len = THP_SIZE};
-	double t0 = lr_now();
-	long n;
+	if (tt->nr_done == tt->cap_done) {
+		size_t cap = tt->cap_done ? tt->cap_done * 2 : 64;
+		uint64_t *d = realloc(tt->done, cap * sizeof(*d));
+		if (!d)
+			return false;
+		tt->done = d;
+		tt->cap_done = cap;
+	}
+	tt->done[tt->nr_done++] = s;
+	return true;
+}
 
-	if (h->refused || tt->pidfd < 0 || was_done(tt, s))
-		return;
-	do
-		n = syscall(SYS_process_madvise, tt->pidfd, &iov, 1, MADV_COLLAPSE, 0);
-	while (n < 0 && errno == EINTR);
-	int er = errno;
-	__atomic_fetch_add(&e->stats.thp_collapse_ns, (uint64_t)((lr_now() - t0) * 1e9), __ATOMIC_RELAXED);
-	if (n == (long)THP_SIZE) {
-		__atomic_fetch_add(&e->stats.thp_collapsed, 1, __ATOMIC_RELAXED);
-		if (tt->nr_done == tt->cap_done) {
-			size_t cap = tt->cap_done ? tt->cap_done * 2 : 64;
-			uint64_t *d = realloc(tt->done, cap * sizeof(*d));
-			if (!d)
-				return; /* only a repeated (harmless) collapse later */
-			tt->done = d;
-			tt->cap_done = cap;
+static void unmark_done(struct thp_task *tt, uint64_t s)
+{
+	for (size_t i = tt->nr_done; i-- > 0;)
+		if (tt->done[i] == s) {
+			tt->done[i] = tt->done[--tt->nr_done];
+			return;
 		}
-		tt->done[tt->nr_done++] = s;
+}
+
+struct sched_was {
+	int policy, nice;
+	struct sched_param sp;
+};
+
+/*
+ * MADV_COLLAPSE holds the target's mmap lock for writing while it copies the
+ * extent: every fault of the program and every UFFDIO_COPY into it waits
+ * until it is done.  A prefetch worker runs SCHED_IDLE at nice PREFETCH_NICE;
+ * preempted inside the syscall it would stall them all for as long as the
+ * CPUs are busy, so the call runs at the program's own priority.
+ */
+static void sched_raise(struct sched_was *w)
+{
+	struct sched_param sp = {.sched_priority = 0};
+
+	w->policy = -1;
+	if (pthread_getschedparam(pthread_self(), &w->policy, &w->sp))
+		return;
+	errno = 0;
+	w->nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+	if (w->nice == -1 && errno)
+		w->nice = 0;
+	if (w->policy == SCHED_OTHER && w->nice <= 0)
+		return;
+	int er = pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	if (er || setpriority(PRIO_PROCESS, (id_t)gettid(), 0))
+		pr_debug("huge-page collapse keeps the worker's priority: %s", strerror(er ? er : errno));
+}
+
+static void sched_restore(struct lr_engine *e, const struct sched_was *w)
+{
+	if (w->policy < 0 || (w->policy == SCHED_OTHER && w->nice <= 0))
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), w->nice))
+		pr_debug("collapse: can't set nice %d back: %m", w->nice);
+	/* lr_prefetch_stop() raises the workers to join them: idle time only would be for good */
+	if (lr_stage(e) < STAGE_STOPPING)
+		pthread_setschedparam(pthread_self(), w->policy, &w->sp);
+}
+
+/*
+ * The sweep at the end runs on the fault thread: faults that come meanwhile
+ * (pages never dumped, read as zero) are served between two collapses, not
+ * after the last (in a 1 GiB restore that was a second's stall).
+ */
+static void serve_faults(struct lr_engine *e)
+{
+	if (e->remote || !lr_fault_waiting(e))
+		return;
+	for (size_t i = 0;; i++) {
+		pthread_mutex_lock(&e->lock);
+		struct lr_task *t = i < e->nr_tasks ? e->tasks[i] : NULL;
+		bool skip = !t || t->gone || lr_stage(e) == STAGE_FAILED;
+		pthread_mutex_unlock(&e->lock);
+		if (!t)
+			return;
+		if (!skip && lr_drain_uffd(e, t))
+			return; /* the engine failed: lr_engine_fail() said why */
+	}
+}
+
+/*
+ * thp lock held, dropped around the syscall: the fault thread takes it to
+ * hand a claim over, and must not wait for a collapse.  Collapse the n
+ * extents from run-time address s of task h->v[i], none of them done yet,
+ * in one call (MADV_COLLAPSE first drains the LRU caches of every CPU,
+ * waiting for a kworker on each: once a call, not once an extent).  A run
+ * that fails is tried extent by extent: the call reports no partial success.
+ */
+static void collapse(struct lr_engine *e, struct lr_thp *h, size_t i, uint64_t s, unsigned n)
+{
+	struct iovec iov = {.iov_base = (void *)(uintptr_t)s, .iov_len = n * THP_SIZE};
+	struct thp_task *tt = &h->v[i];
+	struct sched_was was;
+	unsigned marked = 0;
+	long r;
+
+	if (h->refused || tt->pidfd < 0)
+		return;
+	while (marked < n && mark_done(tt, s + marked * THP_SIZE)) /* no other thread tries them meanwhile */
+		marked++;
+	int pidfd = tt->pidfd;
+	uint32_t vpid = tt->t->vpid;
+	bool sweeping = h->sweeping;
+	pthread_mutex_unlock(&h->lock);
+	sched_raise(&was);
+	double t0 = lr_now();
+	do
+		r = syscall(SYS_process_madvise, pidfd, &iov, 1, MADV_COLLAPSE, 0);
+	while (r < 0 && errno == EINTR);
+	int er = errno;
+	double ms = (lr_now() - t0) * 1e3;
+	sched_restore(e, &was);
+	__atomic_fetch_add(&e->stats.thp_collapse_ns, (uint64_t)(ms * 1e6), __ATOMIC_RELAXED);
+	if (sweeping)
+		serve_faults(e);
+	pthread_mutex_lock(&h->lock);
+	tt = &h->v[i]; /* lr_thp_add_task() may have moved the array */
+	if (r == (long)iov.iov_len) {
+		__atomic_fetch_add(&e->stats.thp_collapsed, n, __ATOMIC_RELAXED);
+		pr_debug("task %u: %u extents from 0x%llx collapsed in %.3f ms", vpid, n, (unsigned long long)s, ms);
 		return;
 	}
-	__atomic_fetch_add(&e->stats.thp_failed, 1, __ATOMIC_RELAXED);
-	if (er == ESRCH)
+	for (unsigned k = 0; k < marked; k++)
+		unmark_done(tt, s + k * THP_SIZE);
+	if (er == ESRCH) {
+		__atomic_fetch_add(&e->stats.thp_failed, n, __ATOMIC_RELAXED);
 		return;
+	}
 	if (er == EPERM || er == ENOSYS) {
-		pr_warn("process_madvise(MADV_COLLAPSE) on task %u at 0x%llx: %s: huge pages are not collapsed",
-			tt->t->vpid, (unsigned long long)s, strerror(er));
+		__atomic_fetch_add(&e->stats.thp_failed, n, __ATOMIC_RELAXED);
+		pr_warn("process_madvise(MADV_COLLAPSE) on task %u at 0x%llx: %s: huge pages are not collapsed", vpid,
+			(unsigned long long)s, strerror(er));
 		h->refused = true;
 		return;
 	}
+	if (n > 1) {
+		for (unsigned k = 0; k < n; k++)
+			if (!was_done(&h->v[i], s + k * THP_SIZE))
+				collapse(e, h, i, s + k * THP_SIZE, 1);
+		return;
+	}
+	__atomic_fetch_add(&e->stats.thp_failed, 1, __ATOMIC_RELAXED);
 	/*
 	 * EBUSY: an empty or zero-page PTE (never dumped, or dropped by the program);
 	 * EAGAIN/ENOMEM: no huge page now; EINVAL: the VMA is not THP-able any more.
 	 */
-	pr_debug("task %u: collapse of 0x%llx refused: %s", tt->t->vpid, (unsigned long long)s, strerror(er));
+	pr_debug("task %u: collapse of 0x%llx refused after %.3f ms: %s", vpid, (unsigned long long)s, ms,
+		 strerror(er));
 }
 
-static void claim_done(struct lr_engine *e, struct lr_thp *h, struct lr_task *t, uint64_t start, uint64_t img,
-		       uint64_t len)
+/* thp lock held: collapse the extents of ext (sorted, not done when collected) in runs of THP_BATCH. */
+static void collapse_runs(struct lr_engine *e, struct lr_thp *h, const struct thp_ext *ext, size_t nr)
 {
-	if ((start ^ img) & (THP_SIZE - 1)) /* moved off its alignment: never huge */
-		return;
-	for (uint64_t s = start & ~(THP_SIZE - 1); s < start + len; s += THP_SIZE) {
-		pthread_mutex_lock(&e->lock); /* never inside the thp lock: lr_thp_add_task() nests the other way */
-		bool whole = extent_installed(e, t, s);
-		pthread_mutex_unlock(&e->lock);
-		if (!whole)
+	for (size_t k = 0; k < nr;) {
+		size_t i = ext[k].task;
+		unsigned n = 0;
+		/* skip what another thread did meanwhile */
+		while (k < nr && ext[k].task == i && was_done(&h->v[i], ext[k].s))
+			k++;
+		if (k == nr || ext[k].task != i)
 			continue;
-		pthread_mutex_lock(&h->lock);
-		struct thp_task *tt = find_task(h, t);
-		if (tt && extent_vma(h, tt->mm, img - (start - s)))
-			collapse(e, h, tt, s);
-		pthread_mutex_unlock(&h->lock);
+		uint64_t s = ext[k].s;
+		while (k < nr && ext[k].task == i && ext[k].s == s + n * THP_SIZE && n < THP_BATCH &&
+		       !was_done(&h->v[i], ext[k].s)) {
+			n++;
+			k++;
+		}
+		collapse(e, h, i, s, n);
 	}
 }
 
-/* A collapse takes a millisecond or so: the fault thread leaves it to a worker (or to the end). */
+static int cmp_ext(const void *a, const void *b)
+{
+	const struct thp_ext *x = a, *y = b;
+
+	if (x->task != y->task)
+		return x->task < y->task ? -1 : 1;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* A claim the fault thread or a worker completed, for later. */
 static void defer(struct lr_thp *h, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len)
 {
 	pthread_mutex_lock(&h->lock);
@@ -264,16 +407,55 @@ static void defer(struct lr_thp *h, struct lr_task *t, uint64_t start, uint64_t 
 	pthread_mutex_unlock(&h->lock);
 }
 
+/*
+ * The whole extents of the deferred claims that are installed and eligible,
+ * collapsed in runs.  Each caller takes the queue as it finds it; the done
+ * marks keep two threads from collapsing one extent.
+ */
 static void drain(struct lr_engine *e, struct lr_thp *h)
 {
-	for (;;) {
-		pthread_mutex_lock(&h->lock);
-		struct thp_claim c = h->nr_q ? h->q[--h->nr_q] : (struct thp_claim){0};
-		pthread_mutex_unlock(&h->lock);
-		if (!c.t)
-			return;
-		claim_done(e, h, c.t, c.start, c.img, c.len);
+	pthread_mutex_lock(&h->lock);
+	struct thp_claim *q = h->q;
+	size_t nr_q = h->nr_q, nr = 0, cap = 0;
+	h->q = NULL;
+	h->nr_q = h->cap_q = 0;
+	for (size_t k = 0; k < nr_q; k++)
+		cap += (q[k].len + 2 * THP_SIZE - 1) / THP_SIZE;
+	pthread_mutex_unlock(&h->lock);
+	struct thp_ext *ext = malloc((cap ? cap : 1) * sizeof(*ext));
+	if (!ext) { /* the sweep at the end still collapses them */
+		free(q);
+		return;
 	}
+	for (size_t k = 0; k < nr_q; k++) {
+		const struct thp_claim *c = &q[k];
+		if ((c->start ^ c->img) & (THP_SIZE - 1)) /* moved off its alignment: never huge */
+			continue;
+		for (uint64_t s = c->start & ~(THP_SIZE - 1); s < c->start + c->len; s += THP_SIZE) {
+			/* the engine lock never inside the thp lock: lr_thp_add_task() nests the other way */
+			pthread_mutex_lock(&e->lock);
+			bool whole = extent_installed(e, c->t, s);
+			pthread_mutex_unlock(&e->lock);
+			if (!whole)
+				continue;
+			pthread_mutex_lock(&h->lock);
+			long i = find_task(h, c->t);
+			if (i >= 0 && extent_vma(h, h->v[i].mm, c->img - (c->start - s)) && !was_done(&h->v[i], s))
+				ext[nr++] = (struct thp_ext){(size_t)i, s};
+			pthread_mutex_unlock(&h->lock);
+		}
+	}
+	free(q);
+	qsort(ext, nr, sizeof(*ext), cmp_ext);
+	size_t u = 0; /* an extent two claims completed comes twice */
+	for (size_t k = 0; k < nr; k++)
+		if (!u || cmp_ext(&ext[u - 1], &ext[k]))
+			ext[u++] = ext[k];
+	nr = u;
+	pthread_mutex_lock(&h->lock);
+	collapse_runs(e, h, ext, nr);
+	pthread_mutex_unlock(&h->lock);
+	free(ext);
 }
 
 void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len, bool later)
@@ -282,12 +464,20 @@ void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, u
 
 	if (!h || !__atomic_load_n(&h->nr, __ATOMIC_ACQUIRE))
 		return;
-	if (later) {
-		defer(h, t, start, img, len);
+	defer(h, t, start, img, len);
+	if (later)
 		return;
+	uint64_t seq = __atomic_load_n(&e->fault_seq, __ATOMIC_RELAXED);
+	double now = lr_now();
+	pthread_mutex_lock(&h->lock);
+	if (seq != h->seen_seq) {
+		h->seen_seq = seq;
+		h->seen_at = now;
 	}
-	drain(e, h);
-	claim_done(e, h, t, start, img, len);
+	bool enough = h->nr_q >= THP_BATCH && now - h->seen_at >= THP_CALM_S;
+	pthread_mutex_unlock(&h->lock);
+	if (enough)
+		drain(e, h);
 }
 
 /* AnonHugePages of a live task, kB; -1 if unknown.  The pidfd proves the pid was not reused. */
@@ -317,20 +507,33 @@ void lr_thp_finish(struct lr_engine *e)
 
 	if (!h)
 		return;
+	pthread_mutex_lock(&h->lock);
+	h->sweeping = true;
+	pthread_mutex_unlock(&h->lock);
 	drain(e, h);
 	pthread_mutex_lock(&h->lock);
 	/* Extents completed by faults: their run-time address is their dump-time one unless remapped. */
 	bool same = !__atomic_load_n(&e->stats.remaps, __ATOMIC_RELAXED);
 	for (size_t i = 0; i < h->nr; i++) {
-		struct thp_task *tt = &h->v[i];
-		for (size_t k = 0; same && k < tt->mm->nr_vmas; k++) { /* a gone task: ESRCH */
-			const struct img_vma *v = &tt->mm->vmas[k];
-			if (!vma_eligible(h, tt->mm, v))
+		const struct img_mm *mm = h->v[i].mm;
+		for (size_t k = 0; same && k < mm->nr_vmas; k++) { /* a gone task: ESRCH */
+			const struct img_vma *v = &mm->vmas[k];
+			if (!vma_eligible(h, mm, v))
 				continue;
-			for (uint64_t s = (v->start + THP_SIZE - 1) & ~(THP_SIZE - 1); s + THP_SIZE <= v->end;
-			     s += THP_SIZE)
-				collapse(e, h, tt, s);
+			struct thp_ext run[THP_BATCH];
+			size_t n = 0;
+			uint64_t s = (v->start + THP_SIZE - 1) & ~(THP_SIZE - 1);
+			for (; s + THP_SIZE <= v->end; s += THP_SIZE) {
+				if (!was_done(&h->v[i], s))
+					run[n++] = (struct thp_ext){i, s};
+				if (n == THP_BATCH) {
+					collapse_runs(e, h, run, n);
+					n = 0;
+				}
+			}
+			collapse_runs(e, h, run, n);
 		}
+		struct thp_task *tt = &h->v[i];
 		long kib = anon_huge_kib(tt);
 		if (e->stats.thp_nr < LR_STATS_THP_TASKS) {
 			e->stats.thp_task[e->stats.thp_nr].pid = tt->t->vpid;
@@ -340,6 +543,7 @@ void lr_thp_finish(struct lr_engine *e)
 	}
 	if (!same && h->nr)
 		pr_info("remapped ranges: extents completed by faults are not collapsed");
+	h->sweeping = false;
 	pthread_mutex_unlock(&h->lock);
 }
 

@@ -25,11 +25,16 @@ struct lr_task;
 void lr_thp_add_task(struct lr_engine *e, struct lr_task *t, const struct img_mm *mm);
 /*
  * No lock held: a prefetch claim [start, start+len) (image address img) is
- * installed; its extents are collapsed now, or (later) by the next worker
- * to complete a claim (or lr_thp_finish()).
+ * installed.  Its whole extents are collapsed by a worker (later false) once
+ * THP_BATCH claims are waiting, contiguous extents in one call; the fault
+ * thread (later true) only hands its claims over.  What is left is
+ * lr_thp_finish()'s.
  */
 void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len, bool later);
-/* Fault thread, all resident and the workers stopped: collapse what is left, record AnonHugePages per task. */
+/*
+ * Fault thread, all resident and the workers stopped: collapse what is left
+ * (serving faults between two calls), record AnonHugePages per task.
+ */
 void lr_thp_finish(struct lr_engine *e);
 void lr_thp_free(struct lr_engine *e);
 
