@@ -156,6 +156,8 @@ fi
 # a dump whose pstree has no such task: the file's pid rewritten by re-recording a shell
 sleep 30 >/dev/null 2>&1 &
 other=$!
+# recorded before its exec, the shell's child changes its whole mm under the recorder
+wait_until 10 "sleep $other to exec" /dev/null grep -qx sleep "/proc/$other/comm"
 out=$("$LAZYRESTORE" record-ws --pid "$other" --for 0.05 --images-dir "$d/img" 2>&1 | tail -n1)
 kill "$other" 2>/dev/null
 wait "$other" 2>/dev/null
