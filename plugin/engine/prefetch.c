@@ -203,7 +203,7 @@ static void *worker(void *arg)
 	struct lr_engine *e = w->e;
 	struct lr_claim *c = &e->claims[w->slot];
 
-	/* Background work yields the CPU to the restored program (2 cores here). */
+	/* Background work yields the CPU to the restored program. */
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
 		pr_debug("prefetch worker keeps its priority: %m");
 	/* Going idle after lr_prefetch_stop() began would be for good: look again after. */
