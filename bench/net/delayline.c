@@ -39,9 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NFLOWS	    1024
-#define SMALL	    512		/* packets up to this size get a small buffer */
-#define MAX_HELD    (1 << 16)	/* packets queued or in flight, per direction */
+#define NFLOWS	 1024
+#define SMALL	 512	   /* packets up to this size get a small buffer */
+#define MAX_HELD (1 << 16) /* packets queued or in flight, per direction */
 
 struct pkt {
 	struct pkt *next;
@@ -342,7 +342,7 @@ static struct pkt *pkt_read(struct dir *d)
 static void *run(void *arg)
 {
 	struct dir *d = arg;
-	struct pollfd pfd = { .fd = d->in, .events = POLLIN };
+	struct pollfd pfd = {.fd = d->in, .events = POLLIN};
 	struct timespec ts;
 	uint64_t t, next, ser;
 	struct pkt *p;
@@ -407,9 +407,21 @@ static uint64_t num(const char *s, const char *what)
 	if (end == s || v < 0)
 		goto bad;
 	switch (*end) {
-	case 'k': case 'K': v *= 1e3; end++; break;
-	case 'm': case 'M': v *= 1e6; end++; break;
-	case 'g': case 'G': v *= 1e9; end++; break;
+	case 'k':
+	case 'K':
+		v *= 1e3;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1e6;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v *= 1e9;
+		end++;
+		break;
 	}
 	if (*end)
 		goto bad;
@@ -421,27 +433,39 @@ bad:
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "ns-a", 1, 0, 'a' }, { "ns-b", 1, 0, 'b' },	 { "dev", 1, 0, 'd' },	 { "delay-us", 1, 0, 'D' },
-		{ "rate", 1, 0, 'r' }, { "queue", 1, 0, 'q' }, { "limit", 1, 0, 'l' }, { "mtu", 1, 0, 'm' },
-		{ 0, 0, 0, 0 }
-	};
-	static struct dir ab = { .name = "a->b" }, ba = { .name = "b->a" };
+	static const struct option opts[] = {{"ns-a", 1, 0, 'a'},     {"ns-b", 1, 0, 'b'}, {"dev", 1, 0, 'd'},
+					     {"delay-us", 1, 0, 'D'}, {"rate", 1, 0, 'r'}, {"queue", 1, 0, 'q'},
+					     {"limit", 1, 0, 'l'},    {"mtu", 1, 0, 'm'},  {0, 0, 0, 0}};
+	static struct dir ab = {.name = "a->b"}, ba = {.name = "b->a"};
 	const char *nsa = NULL, *nsb = NULL, *dev = NULL;
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = {.sa_handler = on_signal};
 	pthread_t t1, t2;
 	sigset_t set;
 	int c, fa, fb;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'a': nsa = optarg; break;
-		case 'b': nsb = optarg; break;
-		case 'd': dev = optarg; break;
-		case 'D': delay_ns = num(optarg, "delay") * 1000; break;
-		case 'r': rate_bps = num(optarg, "rate"); break;
-		case 'l': limit = num(optarg, "limit"); break;
-		case 'm': mtu = num(optarg, "mtu"); break;
+		case 'a':
+			nsa = optarg;
+			break;
+		case 'b':
+			nsb = optarg;
+			break;
+		case 'd':
+			dev = optarg;
+			break;
+		case 'D':
+			delay_ns = num(optarg, "delay") * 1000;
+			break;
+		case 'r':
+			rate_bps = num(optarg, "rate");
+			break;
+		case 'l':
+			limit = num(optarg, "limit");
+			break;
+		case 'm':
+			mtu = num(optarg, "mtu");
+			break;
 		case 'q':
 			if (strcmp(optarg, "fair") && strcmp(optarg, "fifo")) {
 				fprintf(stderr, "delayline: --queue fifo|fair\n");
@@ -488,8 +512,9 @@ int main(int argc, char **argv)
 		pause();
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
-	fprintf(stderr, "delayline: a->b %llu packets %llu bytes, %llu dropped (%llu bytes), max queue %llu; "
-			"b->a %llu packets %llu bytes, %llu dropped (%llu bytes), max queue %llu\n",
+	fprintf(stderr,
+		"delayline: a->b %llu packets %llu bytes, %llu dropped (%llu bytes), max queue %llu; "
+		"b->a %llu packets %llu bytes, %llu dropped (%llu bytes), max queue %llu\n",
 		(unsigned long long)ab.pkts, (unsigned long long)ab.bytes, (unsigned long long)ab.drops,
 		(unsigned long long)ab.drop_bytes, (unsigned long long)ab.max_q, (unsigned long long)ba.pkts,
 		(unsigned long long)ba.bytes, (unsigned long long)ba.drops, (unsigned long long)ba.drop_bytes,

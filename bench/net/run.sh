@@ -30,7 +30,7 @@ here=$(dirname "$0")
 . "$here/../../test/lib/common.sh"
 
 rows="256@lo 1024@lo 256@0/1g 256@1/1g 256@10/1g 256@0/10g 256@1/10g 256@10/10g 1024@0/10g 1024@1/10g 1024@10/10g"
-reps=3 touches=1000 queue=fair
+reps=3 touches=1000 queue=fair clients="stock ours"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rows) rows=$2; shift 2 ;;
@@ -39,6 +39,7 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift 2 ;;
 	--touches) touches=$2; shift 2 ;;
 	--queue) queue=$2; shift 2 ;;
+	--clients) clients=$2; shift 2 ;; # for looking at one: "ours"
 	*) echo "usage: run.sh [--rows \"SIZE@LINK...\"] [--full] [--sizes \"MIB...\"] [--reps N] [--touches N] [--queue fair|fifo]" >&2; exit 2 ;;
 	esac
 done
@@ -56,9 +57,9 @@ nsa=lrnetA$$ nsb=lrnetB$$ dev=lrd0 addr_a=10.199.0.1 addr_b=10.199.0.2
 now() { date +%s.%N; }
 
 stop_pid() { # stop_pid PID: TERM, wait, then KILL
-	local p=$1 i
+	local p=$1
 	kill -TERM "$p" 2>/dev/null || return 0
-	for i in $(seq 40); do [ -e "/proc/$p" ] || return 0; sleep 0.05; done
+	for _ in $(seq 40); do [ -e "/proc/$p" ] || return 0; sleep 0.05; done
 	kill -KILL "$p" 2>/dev/null || true
 }
 
@@ -159,6 +160,7 @@ one_run() {
 	wait "$dpid" || { echo "bench: $daemon lazy-pages failed, see $w/img/lazy-$daemon.log" >&2; exit 1; }
 	t2=$(now)
 	dpid=
+	cp "$w/img/lazy-$daemon.log" "$out/lazy-$daemon-${key//\//_}-$size-$rep.log"
 	wait_for_file "$w/result.$pid" 300 || { echo "bench: restored program wrote no result" >&2; exit 1; }
 	res=$(head -n1 "$w/result.$pid")
 	[ "$res" = OK ] || { echo "bench: WRONG MEMORY after $daemon restore of $size MiB over $key: $res" >&2; exit 1; }
@@ -198,7 +200,8 @@ one_row() {
 	done
 	[ -n "$port" ] || { echo "bench: the page server did not start: $(cat "$w/ps.out")" >&2; exit 1; }
 	for rep in $(seq 1 "$reps"); do
-		if [ $((rep % 2)) = 1 ]; then order="stock ours"; else order="ours stock"; fi
+		order=$clients
+		if [ $((rep % 2)) = 0 ]; then order=$(echo "$clients" | tr ' ' '\n' | tac | tr '\n' ' '); fi
 		for daemon in $order; do
 			one_run "$key" "$size" "$daemon" "$rep" "$ns" "$addr"
 			tail -n1 "$raw" | awk -F'\t' '{ printf "  %-11s %5s MiB %-5s rep %s: restore %.3f s, resident %.3f s, %d faulting touches p50 %.1f p99 %.1f us\n", $1, $2, $4, $5, $6, $7, $12, $10, $11 }'
