@@ -12,9 +12,10 @@
 # 10g), QUEUE the link's queue (default --queue, fair).  criu restore and the
 # restored program stay where the bench runs (the client talks to criu over
 # a unix socket in the image directory); only the page traffic crosses the
-# link.  Default rows: loopback 256 MiB and 1 GiB; 256 MiB at RTT 0, 1 and
-# 10 ms and 1 and 10 Gbit/s; 1 GiB at the three RTTs at 10 Gbit/s.  --full:
-# both sizes on every link; --sizes: loopback rows of these sizes only.
+# link.  Default rows (about 10 minutes): loopback 256 MiB and 1 GiB; 256 MiB
+# at RTT 0, 1 and 10 ms and 1 and 10 Gbit/s; 1 GiB at 1 and 10 ms, 10 Gbit/s.
+# --full: both sizes on every link; --sizes: loopback rows of these sizes only.
+# --clients "ours oursb" with OURS_B=BINARY: an interleaved A/B of two builds.
 # Each link is first measured through the emulator itself (TCP ping-pong RTT
 # idle and during a stream, a plain TCP stream's rate): a link short of its
 # set rate is marked in the table.
@@ -29,7 +30,7 @@ set -euo pipefail
 here=$(dirname "$0")
 . "$here/../../test/lib/common.sh"
 
-rows="256@lo 1024@lo 256@0/1g 256@1/1g 256@10/1g 256@0/10g 256@1/10g 256@10/10g 1024@0/10g 1024@1/10g 1024@10/10g"
+rows="256@lo 1024@lo 256@0/1g 256@1/1g 256@10/1g 256@0/10g 256@1/10g 256@10/10g 1024@1/10g 1024@10/10g"
 reps=3 touches=1000 queue=fair clients="stock ours"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift 2 ;;
 	--touches) touches=$2; shift 2 ;;
 	--queue) queue=$2; shift 2 ;;
-	--clients) clients=$2; shift 2 ;; # for looking at one: "ours"
+	--clients) clients=$2; shift 2 ;; # "ours" alone, or "ours oursb" (OURS_B=binary) for an A/B
 	*) echo "usage: run.sh [--rows \"SIZE@LINK...\"] [--full] [--sizes \"MIB...\"] [--reps N] [--touches N] [--queue fair|fifo]" >&2; exit 2 ;;
 	esac
 done
@@ -72,6 +73,7 @@ cleanup() {
 	if [ -n "${w:-}" ]; then rm -rf "$w"; fi
 }
 at_exit cleanup
+trap 'echo "bench: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 
 # ---- the emulated link ------------------------------------------------------
 
@@ -125,7 +127,7 @@ link_check() {
 	if [ "$rtt" -ge 10 ]; then n=60; fi
 	idle=$(ip netns exec "$nsb" "$LINKPROBE" "$addr_a" 5201 ping $n)
 	stream=$(ip netns exec "$nsb" "$LINKPROBE" "$addr_a" 5201 stream 2)
-	loaded=$(ip netns exec "$nsb" "$LINKPROBE" "$addr_a" 5201 loaded $n 3 | tr '\n' ' ')
+	loaded=$(ip netns exec "$nsb" "$LINKPROBE" "$addr_a" 5201 loaded $n 2 | tr '\n' ' ')
 	kill -KILL "$ppid_" 2>/dev/null || true
 	wait "$ppid_" 2>/dev/null || true
 	ppid_=
@@ -144,17 +146,20 @@ one_run() {
 	[ -n "$ns" ] && inns=(ip netns exec "$ns")
 	rm -f "$w"/result.* "$w/img/lazy-pages.socket" "$w/status" "$w/idle"
 	mkfifo "$w/status"
+	local bin=$LAZYRESTORE
+	[ "$daemon" = oursb ] && bin=${OURS_B:?OURS_B: the second binary of ours, for an A/B}
 	if [ "$daemon" = stock ]; then
 		"${inns[@]}" "$CRIU" lazy-pages -D "$w/img" --page-server --address "$addr" --port "$port" -o "lazy-$daemon.log" \
 			--status-fd 3 3>"$w/status" &
 	else
-		"${inns[@]}" "$LAZYRESTORE" lazy-pages -D "$w/img" --page-server --address "$addr" --port "$port" \
+		"${inns[@]}" "$bin" lazy-pages -D "$w/img" --page-server --address "$addr" --port "$port" \
 			-o "lazy-$daemon.log" -v3 --stats "$out/stats-${key//\//_}-$size-$rep.json" --status-fd 3 3>"$w/status" &
 	fi
 	dpid=$!
 	timeout 30 head -c1 "$w/status" >/dev/null
 	t0=$(now)
-	"$CRIU" restore -D "$w/img" --lazy-pages -d -o "restore-$daemon.log"
+	"$CRIU" restore -D "$w/img" --lazy-pages -d -o "restore-$daemon.log" ||
+		{ echo "bench: criu restore for $daemon failed, see $w/img/restore-$daemon.log: $(tail -n3 "$w/img/restore-$daemon.log")" >&2; exit 1; }
 	t1=$(now)
 	kill -USR1 "$pid"
 	wait "$dpid" || { echo "bench: $daemon lazy-pages failed, see $w/img/lazy-$daemon.log" >&2; exit 1; }

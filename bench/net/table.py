@@ -34,7 +34,7 @@ def main():
     short = {}
     if links:
         print("The emulated links, measured through the emulator (TCP ping-pong, one TCP stream of 2 s; "
-              "then pings during a 3 s stream):\n")
+              "then pings during a 2 s stream):\n")
         print("| link (RTT ms / rate / queue) | TCP RTT p50 / p99 (us) | stream (Mbit/s) | "
               "during a stream: RTT p50 / p99 (us), Mbit/s | note |")
         print("|---|---|---|---|---|")

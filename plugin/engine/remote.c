@@ -511,6 +511,9 @@ int lr_remote_create(struct lr_engine *e)
 	}
 	rm->e = e;
 	rm->window = WINDOW_MAX;
+	pr_info("page source: background requests of %lu KiB, up to %u in flight (%u on a path whose bandwidth-delay "
+		"product needs them), %u after a fault (more where the path needs them)",
+		REQ_MAX >> 10, WINDOW_MAX, WINDOW_CAP, WINDOW_MIN);
 	pthread_mutex_init(&rm->alive, NULL);
 	e->remote = rm;
 	/* the completions copy: no worker, and the fault thread only sends */
