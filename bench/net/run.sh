@@ -12,7 +12,7 @@
 # 10g), QUEUE the link's queue (default --queue, fair).  criu restore and the
 # restored program stay where the bench runs (the client talks to criu over
 # a unix socket in the image directory); only the page traffic crosses the
-# link.  Default rows (8-12 minutes, most of it stock at 10 ms): loopback 256
+# link.  Default rows (7-12 minutes, most of it stock at 10 ms): loopback 256
 # MiB and 1 GiB; 256 MiB at RTT 0, 1 and 10 ms x 1 Gbit/s and 0, 1 ms x 10
 # Gbit/s; 1 GiB at 10 ms x 10 Gbit/s (the 12.5 MB bandwidth-delay product).
 # --full: both sizes on every link; --sizes: loopback rows of these sizes only.
