@@ -1,92 +1,179 @@
 #!/bin/bash
 # Remote lazy restore benchmark: our `lazyrestore lazy-pages --page-server`
 # against stock `criu lazy-pages --page-server`, both fetching from the same
-# `lazyrestore page-server` of the same dump over loopback, in the same run,
-# alternating order.
-#   run.sh [--sizes "256 1024"] [--reps 3] [--touches 1000]
+# `lazyrestore page-server` of the same dump, in the same run, alternating
+# order, over loopback and over an emulated link (bench/net/delayline: this
+# kernel has no sch_netem).
+#   run.sh [--rows "SIZE@LINK ..."] [--full] [--sizes "MIB ..."] [--reps 3]
+#          [--touches 1000] [--queue fair|fifo]
+# LINK is `lo` (loopback) or RTT_MS/RATE[/QUEUE], e.g. 10/1g/fifo: the page
+# server in one network namespace, the lazy-pages client in another, the
+# emulator's TUN pair between them (10.199.0.1 and .2), RATE in bit/s (1g,
+# 10g), QUEUE the link's queue (default --queue, fair).  criu restore and the
+# restored program stay where the bench runs (the client talks to criu over
+# a unix socket in the image directory); only the page traffic crosses the
+# link.  Default rows (7-12 minutes, most of it stock at 10 ms): loopback 256
+# MiB and 1 GiB; 256 MiB at RTT 0, 1 and 10 ms x 1 Gbit/s and 0, 1 ms x 10
+# Gbit/s; 1 GiB at 10 ms x 10 Gbit/s (the 12.5 MB bandwidth-delay product).
+# --full: both sizes on every link; --sizes: loopback rows of these sizes only.
+# --clients "ours oursb" with OURS_B=BINARY: an interleaved A/B of two builds.
+# Each link is first measured through the emulator itself (TCP ping-pong RTT
+# idle and during a stream, a plain TCP stream's rate): a link short of its
+# set rate is marked in the table.
 # The restored program (bench/restore's touch, "busy") touches TOUCHES random
-# pages at once, beside the background stream, then checks every word.  Per
-# size and client: the median (min-max) over the repetitions of
+# pages at once, beside the background stream, then checks every word; a
+# mismatch aborts the bench.  Per row and client: the median (min-max) over
+# the repetitions of
 #   restore   time for `criu restore --lazy-pages -d` to return
 #   resident  time from restore start until the client exits (all resident)
 #   fault p50/p99  latency of the touches that faulted, during the stream
-# A network-namespace pair with `tc netem` delay (0/1/10 ms) and rate (1/10
-# Gbit/s) needs sch_netem: the bench says whether this kernel has it, and
-# measures loopback only when it does not.
-# Every run's program checks every word of its memory; a mismatch aborts the bench.
 set -euo pipefail
 here=$(dirname "$0")
 . "$here/../../test/lib/common.sh"
 
-sizes="256 1024" reps=3 touches=1000
+rows="256@lo 1024@lo 256@0/1g 256@1/1g 256@10/1g 256@0/10g 256@1/10g 1024@10/10g"
+reps=3 touches=1000 queue=fair clients="stock ours"
 while [ $# -gt 0 ]; do
 	case $1 in
-	--sizes) sizes=$2; shift 2 ;;
+	--rows) rows=$2; shift 2 ;;
+	--full) rows=$(for s in 256 1024; do for l in lo 0/1g 1/1g 10/1g 0/10g 1/10g 10/10g; do echo -n "$s@$l "; done; done); shift ;;
+	--sizes) rows=$(for s in $2; do echo -n "$s@lo "; done); shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
 	--touches) touches=$2; shift 2 ;;
-	*) echo "usage: run.sh [--sizes \"MIB...\"] [--reps N] [--touches N]" >&2; exit 2 ;;
+	--queue) queue=$2; shift 2 ;;
+	--clients) clients=$2; shift 2 ;; # "ours" alone, or "ours oursb" (OURS_B=binary) for an A/B
+	*) echo "usage: run.sh [--rows \"SIZE@LINK...\"] [--full] [--sizes \"MIB...\"] [--reps N] [--touches N] [--queue fair|fifo]" >&2; exit 2 ;;
 	esac
 done
 TOUCH=$BUILD/bench/touch
+DELAYLINE=$BUILD/bench/delayline
+LINKPROBE=$BUILD/bench/linkprobe
 out=$BUILD/bench/net
 mkdir -p "$out"
 raw=$out/raw.tsv
-printf 'size_mib\tprogram\tdaemon\trep\trestore_s\tresident_s\tp50_us\tp99_us\tfault_p50_us\tfault_p99_us\tfaults\n' >"$raw"
+links=$out/links.tsv
+printf 'link\tsize_mib\tprogram\tdaemon\trep\trestore_s\tresident_s\tp50_us\tp99_us\tfault_p50_us\tfault_p99_us\tfaults\n' >"$raw"
+printf 'link\trtt_p50_us\trtt_p99_us\tstream_mbit_s\tloaded_rtt_p50_us\tloaded_rtt_p99_us\tloaded_mbit_s\n' >"$links"
+nsa=lrnetA$$ nsb=lrnetB$$ dev=lrd0 addr_a=10.199.0.1 addr_b=10.199.0.2
 
 now() { date +%s.%N; }
 
+stop_pid() { # stop_pid PID: TERM, wait, then KILL
+	local p=$1
+	kill -TERM "$p" 2>/dev/null || return 0
+	for _ in $(seq 40); do [ -e "/proc/$p" ] || return 0; sleep 0.05; done
+	kill -KILL "$p" 2>/dev/null || true
+}
+
 cleanup() {
-	if [ -n "${pid:-}" ]; then kill -KILL "$pid" 2>/dev/null || true; fi
-	if [ -n "${dpid:-}" ]; then kill -KILL "$dpid" 2>/dev/null || true; fi
-	if [ -n "${spid:-}" ]; then kill -KILL "$spid" 2>/dev/null || true; fi
+	local p
+	for p in ${pid:-} ${dpid:-} ${spid:-} ${ppid_:-}; do kill -KILL "$p" 2>/dev/null || true; done
+	[ -n "${dlpid:-}" ] && stop_pid "$dlpid"
+	ip netns del "$nsa" 2>/dev/null || true
+	ip netns del "$nsb" 2>/dev/null || true
 	if [ -n "${w:-}" ]; then rm -rf "$w"; fi
 }
-trap cleanup EXIT
+at_exit cleanup
+trap 'echo "bench: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 
-# netem: the delay/rate rows need it; say plainly when this kernel lacks it
-netem_ok() {
-	local ns=lrbench$$ ok=1
-	ip netns add "$ns" 2>/dev/null || return 1
-	if ip link add "v$$a" type veth peer name "v$$b" netns "$ns" 2>/dev/null; then
-		tc qdisc add dev "v$$a" root netem delay 1ms 2>/dev/null && ok=0
-		ip link del "v$$a" 2>/dev/null || true
-	fi
-	ip netns del "$ns"
-	return $ok
+# ---- the emulated link ------------------------------------------------------
+
+netns_up() {
+	[ -e "/run/netns/$nsa" ] && return 0
+	ip netns add "$nsa"
+	ip netns add "$nsb"
+	local ns
+	for ns in "$nsa" "$nsb"; do
+		ip -n "$ns" link set lo up
+		# a host tuned for the 10 ms x 10 Gbit/s product (12.5 MB), for both clients alike
+		ip netns exec "$ns" sysctl -qw net.ipv4.tcp_rmem="4096 131072 33554432" \
+			net.ipv4.tcp_wmem="4096 16384 33554432"
+	done
 }
-if netem_ok; then
-	echo "bench/net: sch_netem is here, but only loopback rows are implemented so far"
-else
-	echo "bench/net: no delay/rate rows: this kernel ($(uname -r)) has no sch_netem (tc: qdisc kind unknown); loopback only"
-fi
 
-# one_run SIZE DAEMON REP: restore $w/img lazily, pages from our page server on $port
+# link_up RTT_MS RATE QUEUE: the emulator between the namespaces
+link_up() {
+	local rtt=$1 rate=$2 q=$3 mtu
+	netns_up
+	# a packet holds the link ~50-130 us: the urgent flow's wait behind one, the packet rate sane
+	case $rate in 1g) mtu=16000 ;; *) mtu=65000 ;; esac
+	rm -f "$out/delayline.out"
+	"$DELAYLINE" --ns-a "$nsa" --ns-b "$nsb" --dev "$dev" --delay-us $((rtt * 500)) --rate "$rate" --queue "$q" \
+		--mtu "$mtu" >"$out/delayline.out" 2>"$out/delayline.err" &
+	dlpid=$!
+	wait_for_file "$out/delayline.out" 10 || true
+	for _ in $(seq 100); do grep -q ready "$out/delayline.out" && break; sleep 0.05; done
+	grep -q ready "$out/delayline.out" || { echo "bench: delayline did not start: $(cat "$out/delayline.err")" >&2; exit 1; }
+	ip -n "$nsa" addr add "$addr_a" peer "$addr_b" dev "$dev"
+	ip -n "$nsb" addr add "$addr_b" peer "$addr_a" dev "$dev"
+	ip -n "$nsa" link set "$dev" mtu "$mtu" up
+	ip -n "$nsb" link set "$dev" mtu "$mtu" up
+}
+
+link_down() {
+	[ -n "${dlpid:-}" ] || return 0
+	stop_pid "$dlpid"
+	wait "$dlpid" 2>/dev/null || true
+	dlpid=
+	sed 's/^/    /' "$out/delayline.err"
+}
+
+# link_check KEY RTT_MS: the emulator's own figures, once per link
+link_check() {
+	local key=$1 rtt=$2 idle stream loaded n=100
+	grep -q "^$key	" "$links" && return 0
+	ip netns exec "$nsa" "$LINKPROBE" -s "$addr_a" 5201 &
+	ppid_=$!
+	sleep 0.2
+	if [ "$rtt" -ge 10 ]; then n=60; fi
+	idle=$(ip netns exec "$nsb" "$LINKPROBE" "$addr_a" 5201 ping $n)
+	stream=$(ip netns exec "$nsb" "$LINKPROBE" "$addr_a" 5201 stream 2)
+	loaded=$(ip netns exec "$nsb" "$LINKPROBE" "$addr_a" 5201 loaded $n 2 | tr '\n' ' ')
+	kill -KILL "$ppid_" 2>/dev/null || true
+	wait "$ppid_" 2>/dev/null || true
+	ppid_=
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "$(echo "$idle" | awk '{print $2}')" "$(echo "$idle" | awk '{print $4}')" \
+		"$(echo "$stream" | awk '{print $2}')" "$(echo "$loaded" | awk '{print $2}')" \
+		"$(echo "$loaded" | awk '{print $4}')" "$(echo "$loaded" | awk '{print $6}')" >>"$links"
+	tail -n1 "$links" | awk -F'\t' '{ printf "  link %s: tcp rtt p50 %.0f p99 %.0f us, stream %s Mbit/s; during a stream: rtt p50 %.0f p99 %.0f us (%s Mbit/s)\n", $1, $2, $3, $4, $5, $6, $7 }'
+}
+
+# ---- one restore ------------------------------------------------------------
+
+# one_run KEY SIZE DAEMON REP NETNS ADDR: restore $w/img lazily, pages from our page server at ADDR:$port
 one_run() {
-	local size=$1 daemon=$2 rep=$3 t0 t1 t2 res
+	local key=$1 size=$2 daemon=$3 rep=$4 ns=$5 addr=$6 t0 t1 t2 res
+	local -a inns=()
+	[ -n "$ns" ] && inns=(ip netns exec "$ns")
 	rm -f "$w"/result.* "$w/img/lazy-pages.socket" "$w/status" "$w/idle"
 	mkfifo "$w/status"
+	local bin=$LAZYRESTORE
+	[ "$daemon" = oursb ] && bin=${OURS_B:?OURS_B: the second binary of ours, for an A/B}
 	if [ "$daemon" = stock ]; then
-		"$CRIU" lazy-pages -D "$w/img" --page-server --address 127.0.0.1 --port "$port" -o "lazy-$daemon.log" \
+		"${inns[@]}" "$CRIU" lazy-pages -D "$w/img" --page-server --address "$addr" --port "$port" -o "lazy-$daemon.log" \
 			--status-fd 3 3>"$w/status" &
 	else
-		"$LAZYRESTORE" lazy-pages -D "$w/img" --page-server --address 127.0.0.1 --port "$port" \
-			-o "lazy-$daemon.log" -v3 --stats "$out/stats-$size-$rep.json" --status-fd 3 3>"$w/status" &
+		"${inns[@]}" "$bin" lazy-pages -D "$w/img" --page-server --address "$addr" --port "$port" \
+			-o "lazy-$daemon.log" -v3 --stats "$out/stats-${key//\//_}-$size-$rep.json" --status-fd 3 3>"$w/status" &
 	fi
 	dpid=$!
 	timeout 30 head -c1 "$w/status" >/dev/null
 	t0=$(now)
-	"$CRIU" restore -D "$w/img" --lazy-pages -d -o "restore-$daemon.log"
+	"$CRIU" restore -D "$w/img" --lazy-pages -d -o "restore-$daemon.log" ||
+		{ echo "bench: criu restore for $daemon failed, see $w/img/restore-$daemon.log: $(tail -n3 "$w/img/restore-$daemon.log")" >&2; exit 1; }
 	t1=$(now)
 	kill -USR1 "$pid"
 	wait "$dpid" || { echo "bench: $daemon lazy-pages failed, see $w/img/lazy-$daemon.log" >&2; exit 1; }
 	t2=$(now)
 	dpid=
+	cp "$w/img/lazy-$daemon.log" "$out/lazy-$daemon-${key//\//_}-$size-$rep.log"
 	wait_for_file "$w/result.$pid" 300 || { echo "bench: restored program wrote no result" >&2; exit 1; }
 	res=$(head -n1 "$w/result.$pid")
-	[ "$res" = OK ] || { echo "bench: WRONG MEMORY after $daemon restore of $size MiB: $res" >&2; exit 1; }
+	[ "$res" = OK ] || { echo "bench: WRONG MEMORY after $daemon restore of $size MiB over $key: $res" >&2; exit 1; }
 	tail -n +2 "$w/result.$pid" |
-		/usr/bin/python3 "$here/../restore/summarize.py" "$size" busy "$daemon" "$rep" "$t0" "$t1" "$t2" >>"$raw"
-	if [ "$daemon" = ours ]; then # which connections the client had (one, or a second for faults)
+		/usr/bin/python3 "$here/../restore/summarize.py" "$size" busy "$daemon" "$rep" "$t0" "$t1" "$t2" |
+		sed "s|^|$key\t|" >>"$raw"
+	if [ "$daemon" = ours ] && [ "$rep" = 1 ]; then # which connections the client had (one, or a second for faults)
 		grep -h -o 'a second connection for urgent requests\|the server takes one connection' "$w/img/lazy-ours.log" |
 			head -n1 | sed 's/^/    ours: /'
 	fi
@@ -94,6 +181,45 @@ one_run() {
 	while [ -e "/proc/$pid" ]; do sleep 0.05; done
 }
 
+# one_row SIZE LINK: the page server on LINK's far side, then REPS x {stock, ours}
+one_row() {
+	local size=$1 link=$2 key ns="" addr=127.0.0.1 rtt rate q
+	if [ "$link" = lo ]; then
+		key=lo
+		"$LAZYRESTORE" page-server -D "$w/img" --address 127.0.0.1 --port 0 --sessions 0 -o "$w/ps.log" >"$w/ps.out" 2>&1 &
+	else
+		IFS=/ read -r rtt rate q <<<"$link"
+		q=${q:-$queue}
+		key=$rtt/$rate/$q
+		link_up "$rtt" "$rate" "$q"
+		link_check "$key" "$rtt"
+		ns=$nsb addr=$addr_a
+		ip netns exec "$nsa" "$LAZYRESTORE" page-server -D "$w/img" --address "$addr_a" --port 0 --sessions 0 \
+			-o "$w/ps.log" >"$w/ps.out" 2>&1 &
+	fi
+	spid=$!
+	port=
+	for _ in $(seq 50); do
+		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$w/ps.out" 2>/dev/null)
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || { echo "bench: the page server did not start: $(cat "$w/ps.out")" >&2; exit 1; }
+	for rep in $(seq 1 "$reps"); do
+		order=$clients
+		if [ $((rep % 2)) = 0 ]; then order=$(echo "$clients" | tr ' ' '\n' | tac | tr '\n' ' '); fi
+		for daemon in $order; do
+			one_run "$key" "$size" "$daemon" "$rep" "$ns" "$addr"
+			tail -n1 "$raw" | awk -F'\t' '{ printf "  %-11s %5s MiB %-5s rep %s: restore %.3f s, resident %.3f s, %d faulting touches p50 %.1f p99 %.1f us\n", $1, $2, $4, $5, $6, $7, $12, $10, $11 }'
+		done
+	done
+	stop_pid "$spid"
+	wait "$spid" 2>/dev/null || true
+	spid=
+	link_down
+}
+
+sizes=$(for r in $rows; do echo "${r%@*}"; done | sort -nu)
 for size in $sizes; do
 	w=$(scratch "bench-net-$size")
 	setsid "$TOUCH" -d "$w" -m "$size" -n "$touches" </dev/null >/dev/null 2>&1 &
@@ -102,49 +228,11 @@ for size in $sizes; do
 	wait_for_file "$w/ready.$pid" 120
 	criu_dump "$pid" "$w/img" || { echo "bench: dump of $size MiB failed" >&2; exit 1; }
 	sync
-	rm -f "$w/ps.out"
-	"$LAZYRESTORE" page-server -D "$w/img" --address 127.0.0.1 --port 0 --sessions 0 -o "$w/ps.log" >"$w/ps.out" 2>&1 &
-	spid=$!
-	wait_for_file "$w/ps.out" 10
-	for _ in $(seq 50); do
-		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$w/ps.out")
-		[ -n "$port" ] && break
-		sleep 0.1
+	for r in $rows; do
+		if [ "${r%@*}" = "$size" ]; then one_row "$size" "${r#*@}"; fi
 	done
-	[ -n "$port" ] || { echo "bench: the page server did not start" >&2; exit 1; }
-	for rep in $(seq 1 "$reps"); do
-		if [ $((rep % 2)) = 1 ]; then order="stock ours"; else order="ours stock"; fi
-		for daemon in $order; do
-			one_run "$size" "$daemon" "$rep"
-			tail -n1 "$raw" | awk -F'\t' '{ printf "  %5s MiB %-5s rep %s: restore %.3f s, resident %.3f s, %d faulting touches p50 %.1f p99 %.1f us\n", $1, $3, $4, $5, $6, $11, $9, $10 }'
-		done
-	done
-	kill "$spid" 2>/dev/null || true
-	wait "$spid" 2>/dev/null || true
-	spid=
 	rm -rf "$w"
 	w=
 done
 
-/usr/bin/python3 - "$raw" <<'PY' | tee "$out/table.txt"
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-def cell(size, daemon, col):
-    # a run whose touches all came after the stream has no fault latency (nan): left out
-    v = [float(r[col]) for r in rows if r["size_mib"] == size and r["daemon"] == daemon]
-    v = [x for x in v if x == x] or [float("nan")]
-    return statistics.median(v), min(v), max(v)
-print("| size | restore (s) stock / ours | all resident (s) stock / ours (ours/stock) | MB/s stock / ours | fault p50 (us) stock / ours | fault p99 (us) stock / ours | spread of resident stock / ours |")
-print("|---|---|---|---|---|---|---|")
-for size in sorted({r["size_mib"] for r in rows}, key=int):
-    s, o = {}, {}
-    for col in ("restore_s", "resident_s", "fault_p50_us", "fault_p99_us"):
-        s[col], o[col] = cell(size, "stock", col), cell(size, "ours", col)
-    mb = int(size) * 1048576 / 1e6
-    sp = lambda c: (c[2] - c[1]) / c[0] * 100
-    print(f"| {size} MiB | {s['restore_s'][0]:.3f} / {o['restore_s'][0]:.3f} | "
-          f"{s['resident_s'][0]:.3f} / {o['resident_s'][0]:.3f} ({o['resident_s'][0] / s['resident_s'][0]:.2f}) | "
-          f"{mb / s['resident_s'][0]:.0f} / {mb / o['resident_s'][0]:.0f} | "
-          f"{s['fault_p50_us'][0]:.0f} / {o['fault_p50_us'][0]:.0f} | {s['fault_p99_us'][0]:.0f} / {o['fault_p99_us'][0]:.0f} | "
-          f"{sp(s['resident_s']):.0f}% / {sp(o['resident_s']):.0f}% |")
-PY
+/usr/bin/python3 "$here/table.py" "$raw" "$links" | tee "$out/table.txt"

@@ -61,13 +61,14 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 			return NULL;
 		}
 	}
-	pr_info("page source: %s; background steps %llu..%llu KiB",
-		page_source_async(src) ? "page-server requests, answers received into buffers"
-		: src->copies	       ? "pread into buffers"
-				       : "mmap",
-		(unsigned long long)(PREFETCH_STEP_MIN < e->o.prefetch_step ? PREFETCH_STEP_MIN : e->o.prefetch_step) >>
-		    10,
-		(unsigned long long)e->o.prefetch_step >> 10);
+	if (page_source_async(src)) /* remote.c said what its requests are */
+		pr_info("page source: page-server requests, answers received into buffers");
+	else
+		pr_info("page source: %s; background steps %llu..%llu KiB", src->copies ? "pread into buffers" : "mmap",
+			(unsigned long long)(PREFETCH_STEP_MIN < e->o.prefetch_step ? PREFETCH_STEP_MIN
+										    : e->o.prefetch_step) >>
+			    10,
+			(unsigned long long)e->o.prefetch_step >> 10);
 	snprintf(e->stats.source, sizeof(e->stats.source), "%s", page_source_kind_name(src->choice.kind));
 	snprintf(e->stats.source_why, sizeof(e->stats.source_why), "%s", src->choice.why);
 	e->stats.step_max = e->o.prefetch_step;

@@ -29,12 +29,15 @@
 #include "plugin/engine/internal.h"
 #include "plugin/log/log.h"
 
-#define REQ_MAX	   (256UL << 10) /* bytes per background request */
-#define URGENT_MAX (64UL << 10)	 /* the faulting page's part of its fault-around window */
-#define WINDOW_MIN 2U		 /* background requests in flight after a fault */
-#define WINDOW_MAX 16U		 /* ... growing by one per background answer while none comes */
-#define POOL_MAX   64U		 /* REQ_MAX buffers kept for reuse */
-#define COPY_PIECE (64UL << 10)	 /* a fault thread waiting at the gate waits for one of these */
+#define REQ_MAX	     (256UL << 10) /* bytes per background request */
+#define URGENT_MAX   (64UL << 10)  /* the faulting page's part of its fault-around window */
+#define WINDOW_MIN   2U		   /* background requests in flight after a fault, at least */
+#define WINDOW_MAX   16U	   /* ... growing by one per background answer while none comes */
+#define WINDOW_CAP   64U	   /* ... or to BDP_GAIN products of a longer path, at most (16 MiB) */
+#define BDP_GAIN     2.0	   /* after a fault, at least this many bandwidth-delay products */
+#define RATE_SAMPLES 10U	   /* the delivery rate: the largest of this many recent intervals */
+#define POOL_MAX     64U	   /* REQ_MAX buffers kept for reuse */
+#define COPY_PIECE   (64UL << 10)  /* a fault thread waiting at the gate waits for one of these */
 
 struct lr_rreq {
 	struct page_source_req r; /* r.arg is this */
@@ -47,6 +50,7 @@ struct lr_rreq {
 	bool cancelled; /* atomic store under e->lock, by the fault thread inside t's gate read side */
 	unsigned faults; /* fault messages waiting for it; under e->lock */
 	double t0;	 /* when the first of them was read */
+	double sent;
 	struct lr_rreq *next, *prev;
 };
 
@@ -59,6 +63,12 @@ struct lr_remote {
 	struct lr_rreq *inflight; /* under e->lock, as the rest */
 	unsigned background;
 	unsigned window; /* background requests to keep in flight: as stock criu's steps, small after a fault */
+	/* the path, for how small: its shortest urgent round trip and background delivery rate */
+	double min_rtt;		   /* s, 0 before the first */
+	double rate_t0;		   /* the current interval's start, 0 before */
+	uint64_t rate_bytes;	   /* background bytes received in it */
+	double rate[RATE_SAMPLES]; /* bytes/s of the last intervals */
+	unsigned rate_i;
 	void *pool[POOL_MAX];
 	unsigned nr_pool;
 	unsigned poll_gen; /* fault thread: the source's poll fd in the epoll, and its generation */
@@ -99,6 +109,66 @@ static void unlink_req(struct lr_remote *rm, struct lr_rreq *q)
 
 static void on_done(struct page_source_req *r);
 
+/* Lock held: what a completion tells of the path (an urgent answer its round trip, background ones its rate). */
+static void path_sample(struct lr_remote *rm, const struct lr_rreq *q, double now)
+{
+	double el;
+
+	if (q->r.status)
+		return;
+	if (q->urgent) {
+		if (!rm->min_rtt || now - q->sent < rm->min_rtt)
+			rm->min_rtt = now - q->sent;
+		return;
+	}
+	if (!rm->rate_t0)
+		rm->rate_t0 = q->sent;
+	rm->rate_bytes += q->end - q->start;
+	el = now - rm->rate_t0;
+	if (el < 0.005 || el < 2 * rm->min_rtt)
+		return;
+	rm->rate[rm->rate_i++ % RATE_SAMPLES] = rm->rate_bytes / el;
+	rm->rate_bytes = 0;
+	rm->rate_t0 = now;
+}
+
+/*
+ * Lock held: the requests that keep the path full, BDP_GAIN of its rate x
+ * round trip (the round trip learnt from urgent answers: 1 before the first).
+ */
+static unsigned bdp_window(const struct lr_remote *rm)
+{
+	double rate = 0, w;
+
+	for (unsigned i = 0; i < RATE_SAMPLES; i++)
+		if (rm->rate[i] > rate)
+			rate = rm->rate[i];
+	w = BDP_GAIN * rate * rm->min_rtt / REQ_MAX + 1;
+	return w >= WINDOW_CAP ? WINDOW_CAP : (unsigned)w;
+}
+
+/*
+ * Lock held: the window right after a fault.  Small, so that what is sent
+ * from then on queues behind little, but not below what keeps the path full:
+ * the stream would slow to the window's pace while faults keep coming, and a
+ * fault's answer gains nothing from it (it has a connection of its own, or
+ * queues behind what is already sent).
+ */
+static unsigned fault_window(const struct lr_remote *rm)
+{
+	unsigned w = bdp_window(rm);
+
+	return w < WINDOW_MIN ? WINDOW_MIN : w;
+}
+
+/* Lock held: the window while no fault comes. */
+static unsigned max_window(const struct lr_remote *rm)
+{
+	unsigned w = bdp_window(rm);
+
+	return w < WINDOW_MAX ? WINDOW_MAX : w;
+}
+
 /* [start, end) of t, out of pending already, asked for; -1 (the engine failed) if it can't be. */
 static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint64_t end, uint64_t img, bool urgent,
 		  double t0, bool dup)
@@ -130,6 +200,7 @@ static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint6
 			      .dup = dup,
 			      .faults = urgent,
 			      .t0 = t0,
+			      .sent = lr_now(),
 			      .next = rm->inflight};
 	if (rm->inflight)
 		rm->inflight->prev = q;
@@ -233,6 +304,7 @@ static void complete(struct lr_remote *rm, struct lr_rreq *q)
 		r = install(e, q, &installed);
 	pthread_mutex_lock(&e->lock);
 	unlink_req(rm, q);
+	path_sample(rm, q, lr_now());
 	bool cancelled = q->cancelled;
 	uint64_t done = q->done;
 	if (q->r.status && !cancelled && !t->gone) {
@@ -249,7 +321,7 @@ static void complete(struct lr_remote *rm, struct lr_rreq *q)
 	wake = q->faults && done < len && !t->gone;
 	if (!q->urgent) {
 		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
-		if (rm->window < WINDOW_MAX)
+		if (rm->window < max_window(rm))
 			rm->window++;
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -342,7 +414,7 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 	}
 	e->hint_task = t;
 	e->hint_addr = addr;
-	rm->window = WINDOW_MIN; /* what is sent from now on queues behind less */
+	rm->window = fault_window(rm); /* what is sent from now on queues behind less */
 	long i = lr_ranges_find(&t->pending, addr);
 	if (i >= 0) {
 		struct lr_range rg = t->pending.v[i];
@@ -439,6 +511,9 @@ int lr_remote_create(struct lr_engine *e)
 	}
 	rm->e = e;
 	rm->window = WINDOW_MAX;
+	pr_info("page source: background requests of %lu KiB, up to %u in flight (%u on a path whose bandwidth-delay "
+		"product needs them), %u after a fault (more where the path needs them)",
+		REQ_MAX >> 10, WINDOW_MAX, WINDOW_CAP, WINDOW_MIN);
 	pthread_mutex_init(&rm->alive, NULL);
 	e->remote = rm;
 	/* the completions copy: no worker, and the fault thread only sends */

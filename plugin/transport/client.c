@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -68,6 +69,7 @@ struct psc {
 	struct conn conn[NR_CONNS];
 	unsigned nr_conns;
 	bool probed; /* urgent_auto: the second connection was tried */
+	bool local;  /* atomic: the server is on this host (its CPUs are ours) */
 	pthread_t thread;
 	int wake;
 	pthread_mutex_t lock;
@@ -179,6 +181,30 @@ static int tcp_connect(struct psc *c, char *err, size_t errlen)
 	return sk;
 }
 
+/* Whether sk's peer is this host: a loopback address, or our own end's. */
+static bool peer_is_local(int sk)
+{
+	struct sockaddr_storage me, peer;
+	socklen_t ml = sizeof(me), pl = sizeof(peer);
+
+	if (getsockname(sk, (struct sockaddr *)&me, &ml) || getpeername(sk, (struct sockaddr *)&peer, &pl) ||
+	    me.ss_family != peer.ss_family)
+		return false;
+	if (peer.ss_family == AF_INET) {
+		struct in_addr a = ((struct sockaddr_in *)&peer)->sin_addr, b = ((struct sockaddr_in *)&me)->sin_addr;
+
+		return (ntohl(a.s_addr) >> 24) == 127 || a.s_addr == b.s_addr;
+	}
+	if (peer.ss_family == AF_INET6) {
+		struct in6_addr *a = &((struct sockaddr_in6 *)&peer)->sin6_addr,
+				*b = &((struct sockaddr_in6 *)&me)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) || !memcmp(a, b, sizeof(*a)) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
 /* Connect k (blocking, bounded), handshake, then make it non-blocking. */
 static int conn_up(struct psc *c, struct conn *k, char *err, size_t errlen)
 {
@@ -189,6 +215,7 @@ static int conn_up(struct psc *c, struct conn *k, char *err, size_t errlen)
 	if (sk < 0)
 		return -1;
 	k->io = (struct lr_io){.sk = sk};
+	__atomic_store_n(&c->local, peer_is_local(sk), __ATOMIC_RELAXED);
 	if (c->creds && lr_io_tls_start(&k->io, c->creds, false, c->o.tls->no_cn_verify ? NULL : c->o.host, CONNECT_MS,
 					why, sizeof(why))) {
 		snprintf(err, errlen, "peer %s: %s", c->peer, why);
@@ -528,9 +555,13 @@ static void probe_second(struct psc *c)
 	c->probed = true;
 	if (c->o.urgent_polled) {
 		if (urg_make(c, err, sizeof(err)) == 0) {
-			pr_info("page-server client: peer %s: a second connection for urgent requests, "
-				"read by the faulting thread",
-				c->peer);
+			pr_info(
+			    "page-server client: peer %s: a second connection for urgent requests, "
+			    "read by the faulting thread%s",
+			    c->peer,
+			    __atomic_load_n(&c->local, __ATOMIC_RELAXED)
+				? "; the server is on this host: the bulk stream waits while an urgent answer is due"
+				: "");
 			return;
 		}
 	} else if (conn_up(c, &c->conn[URGENT], err, sizeof(err)) == 0) {
@@ -704,14 +735,17 @@ static void *io_thread(void *arg)
 		p[n] = (struct pollfd){.fd = c->wake, .events = POLLIN};
 		which[n++] = NULL;
 		/*
-		 * An urgent answer due: the bulk stream is not read meanwhile (for
-		 * HOLD_MS at most), so that its sender and this thread leave the
-		 * CPUs to the server's urgent reply.
+		 * An urgent answer due from a server on this host: the bulk stream
+		 * is not read meanwhile (for HOLD_MS at most), so that its sender
+		 * and this thread leave the CPUs to the server's urgent reply.  A
+		 * remote server's CPUs are not ours, and holding would idle the
+		 * path (no answer completes, so no request follows) for as long.
 		 */
 		struct conn *urg = &c->conn[URGENT], *bulk = &c->conn[BULK];
-		bool hold =
-		    c->nr_conns > 1 && urg->io.sk >= 0 && urg->inflight.head && now_ms() - urg->last_rx_ms < HOLD_MS;
-		if (c->o.urgent_polled && __atomic_load_n(&c->urg_due, __ATOMIC_RELAXED)) {
+		bool local = __atomic_load_n(&c->local, __ATOMIC_RELAXED);
+		bool hold = local && c->nr_conns > 1 && urg->io.sk >= 0 && urg->inflight.head &&
+			    now_ms() - urg->last_rx_ms < HOLD_MS;
+		if (local && c->o.urgent_polled && __atomic_load_n(&c->urg_due, __ATOMIC_RELAXED)) {
 			/* read without ulock: a stale value costs one round of HOLD_MS at most */
 			uint64_t since = __atomic_load_n(&urg->last_rx_ms, __ATOMIC_RELAXED);
 
