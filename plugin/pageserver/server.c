@@ -70,6 +70,10 @@ static const char usage_text[] =
     "  -v[v...], -vN, --verbosity[=N]\n"
     "                         log level: 1 errors, 2 +warnings (default), 3 +info, 4 +debug\n"
     "      --status-fd FD     write one 0x00 byte to FD once listening, then close it\n"
+    "      --pidfile FILE     write our pid to FILE before serving (as criu page-server)\n"
+    "      --lazy-pages, --no-default-config\n"
+    "                         accepted for criu page-server's command line (zdtm's);\n"
+    "                         pages are always served from the images, lazily\n"
     "  -h, --help             this text\n";
 
 struct ps_task {
@@ -515,6 +519,9 @@ int cmd_page_server(int argc, char **argv)
 	    {"log-file", required_argument, NULL, 'o'},
 	    {"verbosity", optional_argument, NULL, OPT_VERBOSITY},
 	    {"status-fd", required_argument, NULL, OPT_STATUS_FD},
+	    {"pidfile", required_argument, NULL, OPT_PIDFILE},
+	    {"lazy-pages", no_argument, NULL, OPT_COMPAT},
+	    {"no-default-config", no_argument, NULL, OPT_COMPAT},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};

@@ -98,4 +98,20 @@ run_bounded -o /dev/null 30 "lazyrestore page-server without --port" /dev/null "
 run_bounded -o /dev/null 30 "lazyrestore page-server on a missing dir" "$d/ps-nodir.log" "$LAZYRESTORE" page-server -D "$d/no-such" --port 0 -o "$d/ps-nodir.log"
 [ $? -eq 1 ] && grep -q "no-such: offset 0: cannot open image directory" "$d/ps-nodir.log" &&
 	pass page-server-missing-dir || fail page-server-missing-dir "$(cat "$d/ps-nodir.log")"
+
+# 5. criu page-server's command line as zdtm gives it (--pidfile, --lazy-pages, --no-default-config).
+status_open "$d/st3"
+bounded_start -o "$d/ps-zdtm.out" "lazyrestore page-server (zdtm's options)" "$d/ps-zdtm.log" \
+	"$LAZYRESTORE" page-server --no-default-config -D "$d/img" --pidfile "$d/ps.pid" --port 0 --lazy-pages \
+	-o "$d/ps-zdtm.log" --status-fd 3 3>"$d/st3"
+spid=$BOUNDED_PID
+status_byte 30 "the status byte of lazyrestore page-server (zdtm's options)" "$d/ps-zdtm.log" "$spid"
+if [ "$(cat "$d/ps.pid" 2>/dev/null)" = "$spid" ]; then
+	pass page-server-criu-options
+else
+	fail page-server-criu-options "pidfile says '$(cat "$d/ps.pid" 2>/dev/null)', server is $spid: $(cat "$d/ps-zdtm.out")"
+fi
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+spid=
 finish
