@@ -17,12 +17,7 @@ kill_engine_after_restore() {
 	eng=$(ps -o pid= --ppid "$LAZY_PID" | head -n1 | tr -d ' ')
 	criu_restore "$name" "$img" --lazy-pages -d ||
 		{ fail "$name" "restore failed: $(first_err "$img/restore-$name.log")"; return 1; }
-	[ -z "$eng" ] && eng=$(ps -o pid= --ppid "$LAZY_PID" | head -n1 | tr -d ' ')
-	if [ -n "$eng" ] && kill -KILL "$eng"; then
-		pass "$name-engine-killed"
-	else
-		fail "$name-engine-killed" "no engine process under daemon $LAZY_PID"
-	fi
+	kill_engine "$name" "$LAZY_PID" "$eng"
 }
 
 # after_kill NAME IMG DIR: results OK, daemon exit 0, log shows the restart.

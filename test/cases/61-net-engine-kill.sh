@@ -25,12 +25,7 @@ start_lazy "$name" "$LAZYRESTORE" "$d/dst" --stats "stats-$name.json" \
 	--page-server --address 127.0.0.1 --port "$port" || { fail "$name-daemon" "did not start"; finish; }
 eng=$(ps -o pid= --ppid "$LAZY_PID" | head -n1 | tr -d ' ')
 if criu_restore "$name" "$d/dst" --lazy-pages -d; then
-	[ -z "$eng" ] && eng=$(ps -o pid= --ppid "$LAZY_PID" | head -n1 | tr -d ' ')
-	if [ -n "$eng" ] && kill -KILL "$eng"; then
-		pass "$name-engine-killed"
-	else
-		fail "$name-engine-killed" "no engine process under daemon $LAZY_PID (all pages in already?)"
-	fi
+	kill_engine "$name" "$LAZY_PID" "$eng"
 	check_memhog "$name-memory" "$d"
 	daemon_ok "$name" "$d/dst"
 	expect_resumed "$name" "$d/dst/lazy-pages-$name.log"

@@ -18,12 +18,7 @@ for mode in random events; do
 	pid=$(start_lazy_prog "$d" "${args[@]}") || { fail "$name" "program did not start"; continue; }
 	criu_dump "$pid" "$d/img" || { fail "$name-dump" "$(first_err "$d/img/dump.log")"; continue; }
 	plugin_restore "$name" "$d/img" || continue
-	eng=$(ps -o pid= --ppid "$PLUGIN_PID" | head -n1 | tr -d ' ')
-	if [ -n "$eng" ] && kill -KILL "$eng"; then
-		pass "$name-engine-killed"
-	else
-		fail "$name-engine-killed" "no engine process under daemon $PLUGIN_PID"
-	fi
+	kill_engine "$name" "$PLUGIN_PID"
 	collect_results "$name" "$d"
 	plugin_daemon_ok "$name" "$d/img"
 	expect_resumed "$name" "$d/img/lazyrestore-$name.log"

@@ -159,6 +159,18 @@ expect_resumed() {
 	fi
 }
 
+# kill_engine NAME DAEMON-PID [ENGINE-PID]: SIGKILL the daemon's engine child
+# (ENGINE-PID if found earlier, else its first child now); passes NAME-engine-killed.
+kill_engine() {
+	local name=$1 daemon=$2 eng=${3:-}
+	[ -z "$eng" ] && eng=$(ps -o pid= --ppid "$daemon" | head -n1 | tr -d ' ')
+	if [ -n "$eng" ] && kill -KILL "$eng"; then
+		pass "$name-engine-killed"
+	else
+		fail "$name-engine-killed" "no engine process under daemon $daemon (all pages in already?)"
+	fi
+}
+
 # stat_of FILE KEY: a number of a --stats JSON file
 stat_of() { sed -n "s/.*\"$2\": \\([0-9.]*\\).*/\\1/p" "$1" 2>/dev/null; }
 
