@@ -8,6 +8,8 @@
 #   ours+ws ours with the dump's working set (recorded once, beforehand, by a
 #           restore with --record-ws under the same load)
 # and, before the dump, the same load on the program as it runs ("live").
+# --modes picks some of them; mode "base" is "ours" run by LR_BASE=another build
+# of lazyrestore (an A/B of two builds, interleaved in one run).
 # The apps: redis (redis-server), memcached (memcached -L: its memory
 # preallocated with MADV_HUGEPAGE) and pydict (bench/apps/pydict.py: a python
 # process holding a dict), each filled with --keys values of --size bytes.
@@ -149,11 +151,13 @@ one() {
 	case $mode in
 	eager) lazy=() ;;
 	stock) start_daemon "$name" "$CRIU" || return 1 ;;
-	ours | ours+ws | record)
+	ours | ours+ws | record | base)
+		local bin=$LAZYRESTORE
 		[ "$mode" = record ] && extra=(--record-ws)
-		if [ "$mode" = ours ]; then mv -f "$d/img/lazyrestore-ws.img" "$d/ws.off" 2>/dev/null || true; fi
+		[ "$mode" = base ] && bin=${LR_BASE:?mode base needs LR_BASE=another build of lazyrestore}
+		if [ "$mode" = ours ] || [ "$mode" = base ]; then mv -f "$d/img/lazyrestore-ws.img" "$d/ws.off" 2>/dev/null || true; fi
 		if [ "$mode" = ours+ws ]; then mv -f "$d/ws.off" "$d/img/lazyrestore-ws.img" 2>/dev/null || true; fi
-		start_daemon "$name" "$LAZYRESTORE" --stats "stats-$name.json" "${extra[@]}" || return 1 ;;
+		start_daemon "$name" "$bin" --stats "stats-$name.json" "${extra[@]}" || return 1 ;;
 	esac
 	# the settled window starts when the daemon is gone (all resident, its last collapses done)
 	[ -n "$LAZY_PID" ] && settle_pid=(--settle-pid "$LAZY_PID")

@@ -2,9 +2,11 @@
 /*
  * hugetouch: a dump target with one MADV_HUGEPAGE region of known bytes.
  *
- *   hugetouch -d DIR [-m MIB] [-w PAGES]
+ *   hugetouch -d DIR [-m MIB] [-w PAGES] [-N]
  *
- * Maps MIB (default 64) MiB 2 MiB-aligned, madvise(MADV_HUGEPAGE), fills it
+ * Maps MIB (default 64) MiB 2 MiB-aligned, madvise(MADV_HUGEPAGE) (not with
+ * -N: for tests that count the minor faults of a read, which the collapse of
+ * a huge page after a lazy restore causes too), fills it
  * with pattern_word(address, seed), then writes DIR/thp.<pid> ("before KIB":
  * the region's AnonHugePages from /proc/self/smaps, as the dump sees it) and
  * DIR/ready.<pid>.  Signals, after a restore:
@@ -126,10 +128,12 @@ int main(int argc, char **argv)
 {
 	size_t mib = 64;
 	char buf[64];
-	int opt;
+	int opt, huge = 1;
 
-	while ((opt = getopt(argc, argv, "d:m:w:")) != -1) {
-		if (opt == 'd')
+	while ((opt = getopt(argc, argv, "d:m:w:N")) != -1) {
+		if (opt == 'N')
+			huge = 0;
+		else if (opt == 'd')
 			dir = optarg;
 		else if (opt == 'm')
 			mib = strtoul(optarg, NULL, 10);
@@ -139,7 +143,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if (!dir || !mib || mib % 2) {
-		fprintf(stderr, "usage: hugetouch -d DIR [-m MIB (even)] [-w PAGES]\n");
+		fprintf(stderr, "usage: hugetouch -d DIR [-m MIB (even)] [-w PAGES] [-N]\n");
 		return 2;
 	}
 	region_len = mib << 20;
@@ -151,7 +155,7 @@ int main(int argc, char **argv)
 	if ((region > raw && munmap(raw, region - raw)) ||
 	    munmap(region + region_len, raw + region_len + HUGE - (region + region_len)))
 		prog_die("munmap");
-	if (madvise(region, region_len, MADV_HUGEPAGE))
+	if (huge && madvise(region, region_len, MADV_HUGEPAGE))
 		prog_die("madvise(MADV_HUGEPAGE)");
 	for (size_t off = 0; off < region_len; off += 8)
 		*(uint64_t *)(region + off) = pattern_word((uint64_t)(uintptr_t)(region + off), SEED);
