@@ -9,7 +9,8 @@
 #           restore with --record-ws under the same load)
 # and, before the dump, the same load on the program as it runs ("live").
 # --modes picks some of them; mode "base" is "ours" run by LR_BASE=another build
-# of lazyrestore (an A/B of two builds, interleaved in one run).
+# of lazyrestore (an A/B of two builds, interleaved in one run); LR_ARGS adds
+# options to ours' and base's command line (-v4: the collapses with their times).
 # The apps: redis (redis-server), memcached (memcached -L: its memory
 # preallocated with MADV_HUGEPAGE) and pydict (bench/apps/pydict.py: a python
 # process holding a dict), each filled with --keys values of --size bytes.
@@ -157,7 +158,8 @@ one() {
 		[ "$mode" = base ] && bin=${LR_BASE:?mode base needs LR_BASE=another build of lazyrestore}
 		if [ "$mode" = ours ] || [ "$mode" = base ]; then mv -f "$d/img/lazyrestore-ws.img" "$d/ws.off" 2>/dev/null || true; fi
 		if [ "$mode" = ours+ws ]; then mv -f "$d/ws.off" "$d/img/lazyrestore-ws.img" 2>/dev/null || true; fi
-		start_daemon "$name" "$bin" --stats "stats-$name.json" "${extra[@]}" || return 1 ;;
+		# shellcheck disable=SC2086 # LR_ARGS: options for ours, split as a shell does
+		start_daemon "$name" "$bin" --stats "stats-$name.json" "${extra[@]}" ${LR_ARGS:-} || return 1 ;;
 	esac
 	# the settled window starts when the daemon is gone (all resident, its last collapses done)
 	[ -n "$LAZY_PID" ] && settle_pid=(--settle-pid "$LAZY_PID")
