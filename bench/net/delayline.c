@@ -51,11 +51,16 @@ struct pkt {
 	unsigned char data[];
 };
 
-struct flow {
+/* packets in arrival order */
+struct pktq {
 	struct pkt *head, *tail;
+};
+
+struct flow {
+	struct pktq q;
 	uint64_t bytes;
 	int32_t deficit;
-	int listed; /* 0, or 1 on new_flows, 2 on old_flows */
+	int listed; /* 0, or 1 on the new flows' list, 2 on the old flows' */
 	struct flow *next;
 };
 
@@ -66,9 +71,11 @@ struct dir {
 	uint64_t free_at; /* ns: when the packet on the link has left */
 	uint64_t qbytes;
 	struct flow flows[NFLOWS]; /* fifo uses flows[0] only */
-	struct flow *new_flows, *new_tail, *old_flows, *old_tail;
+	struct {
+		struct flow *head, *tail;
+	} lists[2]; /* flows with packets: [0] new, [1] old (flow.listed - 1) */
 	/* the wire: serialized packets until they are due, in order */
-	struct pkt *wire, *wire_tail;
+	struct pktq wire;
 	struct pkt *free_big;
 	unsigned held;
 	/* counters */
@@ -167,27 +174,41 @@ static void pkt_free(struct dir *d, struct pkt *p)
 	}
 }
 
+static void pktq_push(struct pktq *q, struct pkt *p)
+{
+	p->next = NULL;
+	if (q->tail)
+		q->tail->next = p;
+	else
+		q->head = p;
+	q->tail = p;
+}
+
+static struct pkt *pktq_pop(struct pktq *q)
+{
+	struct pkt *p = q->head;
+
+	q->head = p->next;
+	if (!q->head)
+		q->tail = NULL;
+	return p;
+}
+
 static void flow_list(struct dir *d, struct flow *f, int which)
 {
-	struct flow **head = which == 1 ? &d->new_flows : &d->old_flows;
-	struct flow **tail = which == 1 ? &d->new_tail : &d->old_tail;
-
 	f->listed = which;
 	f->next = NULL;
-	if (*tail)
-		(*tail)->next = f;
+	if (d->lists[which - 1].tail)
+		d->lists[which - 1].tail->next = f;
 	else
-		*head = f;
-	*tail = f;
+		d->lists[which - 1].head = f;
+	d->lists[which - 1].tail = f;
 }
 
 static struct pkt *flow_pop(struct dir *d, struct flow *f)
 {
-	struct pkt *p = f->head;
+	struct pkt *p = pktq_pop(&f->q);
 
-	f->head = p->next;
-	if (!f->head)
-		f->tail = NULL;
 	f->bytes -= p->len;
 	d->qbytes -= p->len;
 	return p;
@@ -207,7 +228,7 @@ static int make_room(struct dir *d, struct flow *f, uint32_t len)
 		for (i = 1; i < NFLOWS; i++)
 			if (d->flows[i].bytes > fat->bytes)
 				fat = &d->flows[i];
-		if (!fat->head || (fat == f && fat->bytes < len))
+		if (!fat->q.head || (fat == f && fat->bytes < len))
 			return -1;
 		p = flow_pop(d, fat);
 		d->drops++;
@@ -227,12 +248,7 @@ static void enqueue(struct dir *d, struct pkt *p)
 		pkt_free(d, p);
 		return;
 	}
-	p->next = NULL;
-	if (f->tail)
-		f->tail->next = p;
-	else
-		f->head = p;
-	f->tail = p;
+	pktq_push(&f->q, p);
 	f->bytes += p->len;
 	d->qbytes += p->len;
 	if (d->qbytes > d->max_q)
@@ -245,13 +261,11 @@ static void enqueue(struct dir *d, struct pkt *p)
 
 static struct flow *list_pop(struct dir *d, int which)
 {
-	struct flow **head = which == 1 ? &d->new_flows : &d->old_flows;
-	struct flow **tail = which == 1 ? &d->new_tail : &d->old_tail;
-	struct flow *f = *head;
+	struct flow *f = d->lists[which - 1].head;
 
-	*head = f->next;
-	if (!*head)
-		*tail = NULL;
+	d->lists[which - 1].head = f->next;
+	if (!f->next)
+		d->lists[which - 1].tail = NULL;
 	f->listed = 0;
 	return f;
 }
@@ -263,39 +277,29 @@ static struct pkt *dequeue(struct dir *d)
 	int which;
 
 	for (;;) {
-		if (d->new_flows)
+		if (d->lists[0].head)
 			which = 1;
-		else if (d->old_flows)
+		else if (d->lists[1].head)
 			which = 2;
 		else
 			return NULL;
-		f = which == 1 ? d->new_flows : d->old_flows;
+		f = d->lists[which - 1].head;
 		if (f->deficit <= 0) {
 			f->deficit += mtu;
 			list_pop(d, which);
 			flow_list(d, f, 2);
 			continue;
 		}
-		if (!f->head) {
+		if (!f->q.head) {
 			list_pop(d, which);
 			/* an emptied new flow passes through the old list once, so it cannot starve them */
-			if (which == 1 && d->old_flows)
+			if (which == 1 && d->lists[1].head)
 				flow_list(d, f, 2);
 			continue;
 		}
-		f->deficit -= f->head->len;
+		f->deficit -= f->q.head->len;
 		return flow_pop(d, f);
 	}
-}
-
-static void wire_push(struct dir *d, struct pkt *p)
-{
-	p->next = NULL;
-	if (d->wire_tail)
-		d->wire_tail->next = p;
-	else
-		d->wire = p;
-	d->wire_tail = p;
 }
 
 static struct pkt *pkt_read(struct dir *d)
@@ -360,13 +364,11 @@ static void *run(void *arg)
 			/* from when the link was free or the packet came, not from when this thread woke */
 			d->free_at = (d->free_at > p->arr ? d->free_at : p->arr) + ser;
 			p->due = d->free_at + delay_ns;
-			wire_push(d, p);
+			pktq_push(&d->wire, p);
 		}
 		/* off the wire when due */
-		while ((p = d->wire) && p->due <= t) {
-			d->wire = p->next;
-			if (!d->wire)
-				d->wire_tail = NULL;
+		while ((p = d->wire.head) && p->due <= t) {
+			pktq_pop(&d->wire);
 			if (write(d->out, p->data, p->len) != (ssize_t)p->len)
 				d->write_errs++;
 			d->pkts++;
@@ -374,8 +376,8 @@ static void *run(void *arg)
 			pkt_free(d, p);
 		}
 		next = UINT64_MAX;
-		if (d->wire)
-			next = d->wire->due;
+		if (d->wire.head)
+			next = d->wire.head->due;
 		if (d->qbytes && d->free_at < next)
 			next = d->free_at;
 		if (i == 64)
