@@ -45,7 +45,6 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: run.sh [--rows \"SIZE@LINK...\"] [--full] [--sizes \"MIB...\"] [--reps N] [--touches N] [--queue fair|fifo]" >&2; exit 2 ;;
 	esac
 done
-TOUCH=$BUILD/bench/touch
 DELAYLINE=$BUILD/bench/delayline
 LINKPROBE=$BUILD/bench/linkprobe
 out=$BUILD/bench/net
@@ -222,12 +221,7 @@ one_row() {
 sizes=$(for r in $rows; do echo "${r%@*}"; done | sort -nu)
 for size in $sizes; do
 	w=$(scratch "bench-net-$size")
-	setsid "$TOUCH" -d "$w" -m "$size" -n "$touches" </dev/null >/dev/null 2>&1 &
-	pid=$!
-	disown "$pid"
-	wait_for_file "$w/ready.$pid" 120
-	criu_dump "$pid" "$w/img" || { echo "bench: dump of $size MiB failed" >&2; exit 1; }
-	sync
+	pid=$(dump_touch "$w" "$size" "$touches") || exit 1
 	for r in $rows; do
 		if [ "${r%@*}" = "$size" ]; then one_row "$size" "${r#*@}"; fi
 	done

@@ -62,7 +62,6 @@ if [ -n "$sizes" ]; then
 	rows=
 	for s in $sizes; do rows="$rows $s:$touches:${programs// /,}"; done
 fi
-TOUCH=$BUILD/bench/touch
 COPYFLOOR=$BUILD/bench/copyfloor
 out=$BUILD/bench/restore
 mkdir -p "$out"
@@ -123,12 +122,7 @@ for row in $rows; do
 	IFS=: read -r size touches progs <<<"$row"
 	[ -n "$progs" ] || usage
 	w=$(scratch "bench-$size-$touches")
-	setsid "$TOUCH" -d "$w" -m "$size" -n "$touches" </dev/null >/dev/null 2>&1 &
-	pid=$!
-	disown "$pid"
-	wait_for_file "$w/ready.$pid" 120
-	criu_dump "$pid" "$w/img" || { echo "bench: dump of $size MiB failed" >&2; exit 1; }
-	sync # the dump's writeback would otherwise slow whichever daemon runs first
+	pid=$(dump_touch "$w" "$size" "$touches") || exit 1
 	pages=$(find "$w/img" -name 'pages-*.img' -printf '%s %p\n' | sort -n | tail -n1 | cut -d' ' -f2)
 	if [ "$no_floor" = 0 ] && [[ $floor_done != *" $size "* ]]; then
 		floor_done="$floor_done$size "

@@ -264,6 +264,23 @@ start_memhog() {
 	echo "$pid"
 }
 
+# dump_touch DIR MIB TOUCHES: bench/touch (bench/restore's restored program) of
+# MIB MiB started in DIR and dumped into DIR/img, synced (the dump's writeback
+# would slow whichever restore runs first); prints its pid.  On failure it is
+# killed and the line says so.
+dump_touch() {
+	local w=$1 pid
+	setsid "$BUILD/bench/touch" -d "$w" -m "$2" -n "$3" </dev/null >/dev/null 2>&1 &
+	pid=$!
+	if ! wait_for_file "$w/ready.$pid" 120 || ! criu_dump "$pid" "$w/img"; then
+		kill -KILL "$pid" 2>/dev/null
+		echo "bench: dump of $2 MiB failed (see $w/img/dump.log)" >&2
+		return 1
+	fi
+	sync
+	echo "$pid"
+}
+
 # pids of every memhog process that wrote a manifest into DIR
 memhog_pids() {
 	local f
