@@ -148,25 +148,18 @@ static unsigned bdp_window(const struct lr_remote *rm)
 }
 
 /*
- * Lock held: the window right after a fault.  Small, so that what is sent
- * from then on queues behind little, but not below what keeps the path full:
- * the stream would slow to the window's pace while faults keep coming, and a
- * fault's answer gains nothing from it (it has a connection of its own, or
- * queues behind what is already sent).
+ * Lock held: a window of at least floor requests and what keeps the path
+ * full.  Right after a fault the floor is WINDOW_MIN: small, so that what is
+ * sent from then on queues behind little, but not below the path's need (the
+ * stream would slow to the window's pace while faults keep coming, and a
+ * fault's answer gains nothing from it: it has a connection of its own, or
+ * queues behind what is already sent).  While no fault comes, WINDOW_MAX.
  */
-static unsigned fault_window(const struct lr_remote *rm)
+static unsigned path_window(const struct lr_remote *rm, unsigned floor)
 {
 	unsigned w = bdp_window(rm);
 
-	return w < WINDOW_MIN ? WINDOW_MIN : w;
-}
-
-/* Lock held: the window while no fault comes. */
-static unsigned max_window(const struct lr_remote *rm)
-{
-	unsigned w = bdp_window(rm);
-
-	return w < WINDOW_MAX ? WINDOW_MAX : w;
+	return w < floor ? floor : w;
 }
 
 /* [start, end) of t, out of pending already, asked for; -1 (the engine failed) if it can't be. */
@@ -321,7 +314,7 @@ static void complete(struct lr_remote *rm, struct lr_rreq *q)
 	wake = q->faults && done < len && !t->gone;
 	if (!q->urgent) {
 		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
-		if (rm->window < max_window(rm))
+		if (rm->window < path_window(rm, WINDOW_MAX))
 			rm->window++;
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -414,7 +407,7 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 	}
 	e->hint_task = t;
 	e->hint_addr = addr;
-	rm->window = fault_window(rm); /* what is sent from now on queues behind less */
+	rm->window = path_window(rm, WINDOW_MIN); /* what is sent from now on queues behind less */
 	long i = lr_ranges_find(&t->pending, addr);
 	if (i >= 0) {
 		struct lr_range rg = t->pending.v[i];
