@@ -2,6 +2,7 @@
 /* Plain and TLS byte streams for page-server connections (see io.h). */
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,16 @@ static int verify_peer(gnutls_session_t s, const char *host, char *err, size_t e
 	return -1;
 }
 
+/*
+ * gnutls' own writes are send(…, 0): a peer that closed first (a server
+ * refusing our certificate) would kill the process with SIGPIPE, as the
+ * plain path's MSG_NOSIGNAL prevents there.
+ */
+static ssize_t tls_push(gnutls_transport_ptr_t sk, const void *buf, size_t len)
+{
+	return send((int)(intptr_t)sk, buf, len, MSG_NOSIGNAL);
+}
+
 int lr_io_tls_start(struct lr_io *io, struct lr_tls_creds *creds, bool server, const char *verify_host,
 		    unsigned timeout_ms, char *err, size_t errlen)
 {
@@ -144,6 +155,7 @@ int lr_io_tls_start(struct lr_io *io, struct lr_tls_creds *creds, bool server, c
 		gnutls_certificate_send_x509_rdn_sequence(s, 1);
 	}
 	gnutls_transport_set_int(s, io->sk);
+	gnutls_transport_set_push_function(s, tls_push);
 	gnutls_handshake_set_timeout(s, timeout_ms);
 	do
 		r = gnutls_handshake(s);
