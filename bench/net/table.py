@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """bench/net's tables.
   table.py RAW_TSV LINKS_TSV
-The link table (the emulator measured by itself) and the restore table:
-medians over the repetitions, stock / ours, and issue 17's targets per row."""
+The link table (the emulator measured by itself), the restore table:
+medians over the repetitions, stock / ours, and issue 17's targets per row;
+where loopback rows from `criu dump --lazy-pages` were run, each client and
+source against stock end to end (criu dump -> criu lazy-pages)."""
 import csv
 import statistics
 import sys
@@ -10,8 +12,12 @@ import sys
 RATES = {"1g": 1e9, "10g": 1e10}
 
 
-def cells(rows, key, size, daemon, col):
-    v = [float(r[col]) for r in rows if r["link"] == key and r["size_mib"] == size and r["daemon"] == daemon]
+SOURCES = {"images": "our page server", "dump": "criu dump"}
+
+
+def cells(rows, key, size, daemon, col, source="images"):
+    v = [float(r[col]) for r in rows
+         if r["link"] == key and r["size_mib"] == size and r["daemon"] == daemon and r["source"] == source]
     # a run whose touches all came after the stream has no fault latency (nan): left out
     v = [x for x in v if x == x] or [float("nan")]
     return statistics.median(v), min(v), max(v)
@@ -55,13 +61,13 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     keys = []
     for r in rows:
-        k = (r["link"], r["size_mib"])
+        k = (r["link"], r["source"], r["size_mib"])
         if k not in keys:
             keys.append(k)
-    for key, size in keys:
+    for key, source, size in keys:
         s, o = {}, {}
         for col in ("restore_s", "resident_s", "fault_p50_us", "fault_p99_us", "faults"):
-            s[col], o[col] = cells(rows, key, size, "stock", col), cells(rows, key, size, "ours", col)
+            s[col], o[col] = cells(rows, key, size, "stock", col, source), cells(rows, key, size, "ours", col, source)
         mb = int(size) * 1048576 / 1e6
         rtt, rate, q = link_params(key)
         sr, orr = s["resident_s"][0], o["resident_s"][0]
@@ -86,10 +92,38 @@ def main():
             if rtt:
                 txt += f" ({a / (rtt * 1e6):.2f} / {b2 / (rtt * 1e6):.2f})"
             return txt
-        print(f"| {key} | {size} MiB | {s['restore_s'][0]:.3f} / {o['restore_s'][0]:.3f} | "
+        label = key if source == "images" else f"{key}, from {SOURCES[source]}"
+        print(f"| {label} | {size} MiB | {s['restore_s'][0]:.3f} / {o['restore_s'][0]:.3f} | "
               f"{sr:.3f} / {orr:.3f} ({orr / sr:.2f}) | {mb / sr:.0f} / {mb / orr:.0f} | {bound} | "
               f"{lat('fault_p50_us')} | {lat('fault_p99_us')} | {s['faults'][0]:.0f} / {o['faults'][0]:.0f} | "
               f"{spread(s['resident_s']):.0f}% / {spread(o['resident_s']):.0f}% | {'; '.join(met)} |")
+
+    end_to_end(rows, [(k, src, size) for k, src, size in keys if src == "dump"])
+
+
+def end_to_end(rows, keys):
+    """Each client and source against stock end to end, on the links that had rows from criu dump."""
+    if not keys:
+        return
+    print("\nAgainst stock end to end (criu dump --lazy-pages -> criu lazy-pages), medians (min-max); "
+          "all resident from restore start (the dump before it not counted); "
+          "x stock = stock end to end's all resident / this one's:\n")
+    print("| link | size | source -> client | restore (s) | all resident (s) | MB/s | x stock end to end | "
+          "fault p50 / p99 (us) | faults | spread of resident |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for key, _, size in keys:
+        mb = int(size) * 1048576 / 1e6
+        base = cells(rows, key, size, "stock", "resident_s", "dump")[0]
+        for source, daemon in (("dump", "stock"), ("dump", "ours"), ("images", "ours"), ("images", "stock")):
+            c = {col: cells(rows, key, size, daemon, col, source)
+                 for col in ("restore_s", "resident_s", "fault_p50_us", "fault_p99_us", "faults")}
+            res = c["resident_s"]
+            if res[0] != res[0]:
+                continue
+            print(f"| {key} | {size} MiB | {SOURCES[source]} -> {daemon} | {c['restore_s'][0]:.3f} | "
+                  f"{res[0]:.3f} ({res[1]:.3f}-{res[2]:.3f}) | {mb / res[0]:.0f} ({mb / res[2]:.0f}-{mb / res[1]:.0f}) | "
+                  f"{base / res[0]:.2f} | {c['fault_p50_us'][0]:.0f} / {c['fault_p99_us'][0]:.0f} | "
+                  f"{c['faults'][0]:.0f} | {spread(res):.0f}% |")
 
 
 main()

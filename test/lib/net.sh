@@ -158,17 +158,25 @@ PY
 }
 
 # lazy_dump DIR MIB [CRIU-DUMP-ARGS...]: a memhog of MIB MiB started in DIR and dumped to
-# DIR/img by `criu dump --lazy-pages` on a free loopback port, which keeps the tree frozen
-# and serves its lazy pages in the background; sets $pid (the memhog), $P (the port) and
-# $dpid (the dump).  1 if it does not listen within 20 s.
+# DIR/img by lazy_dump_pid (-v4); sets $pid (the memhog), $P (the port) and $dpid (the dump).
 lazy_dump() {
-	local d=$1 mb=$2 n=100
+	local d=$1 mb=$2
 	shift 2
 	pid=$(start_memhog "$d" -m "$mb" -t 1) || return 1
+	lazy_dump_pid "$pid" "$d" -v4 "$@"
+}
+
+# lazy_dump_pid PID DIR [CRIU-DUMP-ARGS...]: the tree of PID dumped to DIR/img by `criu dump
+# --lazy-pages` on a free loopback port, which keeps the tree frozen and serves its lazy
+# pages in the background; sets $P (the port) and $dpid (the dump).  1 if it does not
+# listen within 20 s.
+lazy_dump_pid() {
+	local p=$1 d=$2 n=100
+	shift 2
 	P=$(free_port)
 	mkdir -p "$d/img"
-	bounded_start "criu dump --lazy-pages of $pid" "$d/img/dump.log" \
-		"$CRIU" dump -t "$pid" -D "$d/img" --lazy-pages --address 127.0.0.1 --port "$P" -o dump.log -v4 "$@"
+	bounded_start "criu dump --lazy-pages of $p" "$d/img/dump.log" \
+		"$CRIU" dump -t "$p" -D "$d/img" --lazy-pages --address 127.0.0.1 --port "$P" -o dump.log "$@"
 	dpid=$BOUNDED_PID
 	until ss -Hltn "sport = :$P" | grep -q LISTEN; do
 		n=$((n - 1))
