@@ -234,6 +234,53 @@ static void leave_fifo(void)
 		pr_debug("fault thread stays SCHED_FIFO");
 }
 
+/* What epoll_wait() returned: the restore's end, a wake-up, a remote answer, a uffd; -1 if the engine failed. */
+static int dispatch(struct lr_engine *e, const struct epoll_event *evs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct lr_task *t = evs[i].data.ptr;
+		if (t == RESTORE_TAG) {
+			epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->restore_fd, NULL);
+			lr_engine_restore_over(e);
+			continue;
+		}
+		if (t == WAKE_TAG) {
+			uint64_t v;
+			if (read(e->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				pr_perror("engine wake-up read");
+			continue;
+		}
+		if (lr_remote_event(e, t))
+			continue;
+		if (lr_drain_uffd(e, t))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * All resident: huge pages are collapsed by a thread of their own while this
+ * one goes on serving faults (pages never dumped) and events, which would
+ * otherwise wait for whole collapse calls.
+ */
+static void sweep_huge_pages(struct lr_engine *e)
+{
+	struct epoll_event evs[32];
+
+	if (!lr_thp_sweep_start(e))
+		return;
+	while (!lr_thp_sweep_done(e)) {
+		int n = epoll_wait(e->epfd, evs, 32, -1);
+		if (n < 0 && errno != EINTR) {
+			pr_perror("epoll_wait");
+			break;
+		}
+		if (n > 0 && dispatch(e, evs, n))
+			break; /* the tree is killed: the collapses end with ESRCH */
+	}
+	lr_thp_sweep_join(e);
+}
+
 int lr_engine_run(struct lr_engine *e)
 {
 	struct epoll_event evs[32];
@@ -271,24 +318,8 @@ int lr_engine_run(struct lr_engine *e)
 			pr_perror("epoll_wait");
 			break;
 		}
-		for (int i = 0; i < n; i++) {
-			struct lr_task *t = evs[i].data.ptr;
-			if (t == RESTORE_TAG) {
-				epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->restore_fd, NULL);
-				lr_engine_restore_over(e);
-				continue;
-			}
-			if (t == WAKE_TAG) {
-				uint64_t v;
-				if (read(e->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-					pr_perror("engine wake-up read");
-				continue;
-			}
-			if (lr_remote_event(e, t))
-				continue;
-			if (lr_drain_uffd(e, t))
-				goto out;
-		}
+		if (dispatch(e, evs, n))
+			goto out;
 		/* like stock criu's one thread, from the marker on (the workers only take idle time) */
 		int st = lr_stage(e);
 		bool over = st >= STAGE_FINISHED && st < STAGE_STOPPING;
@@ -310,7 +341,10 @@ out:
 	lr_prefetch_stop(e);
 	if (lr_stage(e) == STAGE_FAILED)
 		ret = -1;
-	if (ret == 0) /* after "all resident" and the workers: what is left to collapse is ours alone */
-		lr_thp_finish(e);
+	if (ret == 0) { /* after "all resident" and the workers */
+		sweep_huge_pages(e);
+		if (lr_stage(e) == STAGE_FAILED)
+			ret = -1;
+	}
 	return ret;
 }

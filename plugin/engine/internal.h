@@ -35,7 +35,6 @@
 #define MAX_WORKERS	    8
 #define OWN_CLAIM	    MAX_WORKERS /* the fault thread's own prefetch claim */
 #define NR_CLAIMS	    (MAX_WORKERS + 1)
-#define PREFETCH_NICE	    10
 /* how long after the marker a criu that stays (no -d) is taken as done with the tasks */
 #define RESTORE_OVER_MS 200
 
@@ -133,6 +132,7 @@ struct lr_engine {
 		struct lr_engine *e;
 		unsigned slot; /* its claims[] entry */
 		pthread_t th;
+		pid_t tid;		 /* atomic: set by the worker when it starts; 0 before */
 		struct lr_task *in_gate; /* atomic: the task whose gate it is in, or NULL */
 		bool boosted;		 /* atomic: the fault thread took it out of SCHED_IDLE */
 	} workers[MAX_WORKERS];

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,31 +16,23 @@
 #include "plugin/log/log.h"
 
 /*
- * Claim a chunk into c; lock not held.  A mapping source is asked for the whole
- * chunk at once (one madvise per 2 MiB), a copying one step by step.
+ * Scheduling changes go to the thread id through the system call, never
+ * through pthread_setschedparam(): glibc holds the target thread's internal
+ * lock across that call, so a worker that had just put itself in SCHED_IDLE
+ * and lost its CPU inside it would keep the fault thread, raising it, waiting
+ * for as long as the CPUs stay busy.  tid 0 (not started yet) is left alone.
  */
-static bool claim(struct lr_engine *e, struct lr_claim *c)
+static void sched_set(pid_t tid, int policy, int prio)
 {
-	pthread_mutex_lock(&e->lock);
-	int st = lr_stage(e);
-	bool got = st >= STAGE_FINISHED && st < STAGE_STOPPING && lr_claim_take(e, c);
-	pthread_mutex_unlock(&e->lock);
-	if (got && !e->src->copies && lr_source(e, c->t, c->start, c->img, c->end - c->start, NULL, &c->data)) {
-		pthread_mutex_lock(&e->lock);
-		lr_claim_release(e, c);
-		pthread_mutex_unlock(&e->lock);
-		return false;
-	}
-	return got;
+	struct sched_param sp = {.sched_priority = prio};
+
+	if (tid > 0 && sched_setscheduler(tid, policy, &sp))
+		pr_debug("prefetch worker %d: can't set scheduling policy %d: %m", tid, policy);
 }
 
-static void sched_idle(pthread_t th, bool on)
+static void sched_idle(pid_t tid, bool on)
 {
-	struct sched_param sp = {.sched_priority = 0};
-	int er = pthread_setschedparam(th, on ? SCHED_IDLE : SCHED_OTHER, &sp);
-
-	if (er)
-		pr_debug("prefetch worker can't %s SCHED_IDLE: %s", on ? "enter" : "leave", strerror(er));
+	sched_set(tid, on ? SCHED_IDLE : SCHED_OTHER, 0);
 }
 
 /*
@@ -49,12 +40,58 @@ static void sched_idle(pthread_t th, bool on)
  * the rest of its one piece of copy, if allowed (a SCHED_OTHER thread at the
  * worker's nice level can wait a scheduler slice behind the restored program).
  */
-static void sched_boost(pthread_t th)
+static void sched_boost(pid_t tid)
 {
 	struct sched_param sp = {.sched_priority = 1};
 
-	if (pthread_setschedparam(th, SCHED_FIFO, &sp))
-		sched_idle(th, false);
+	if (tid > 0 && sched_setscheduler(tid, SCHED_FIFO, &sp))
+		sched_idle(tid, false);
+}
+
+/* Back to idle time, unless lr_prefetch_stop() began: then idle would be for good. */
+static void enter_idle(struct lr_engine *e)
+{
+	sched_idle(gettid(), true);
+	if (lr_stage(e) >= STAGE_STOPPING) /* lr_prefetch_stop() may have raised us just before */
+		sched_idle(gettid(), false);
+}
+
+/*
+ * A worker holds the engine lock at the fault thread's priority (a ceiling):
+ * preempted with it in idle time, it would keep every fault waiting for as
+ * long as the CPUs stay busy.  The fault thread itself (w NULL) just locks.
+ */
+static void lock_engine(struct lr_engine *e, struct lr_worker *w)
+{
+	if (w)
+		sched_idle(gettid(), false);
+	pthread_mutex_lock(&e->lock);
+}
+
+static void unlock_engine(struct lr_engine *e, struct lr_worker *w)
+{
+	pthread_mutex_unlock(&e->lock);
+	if (w)
+		enter_idle(e);
+}
+
+/*
+ * Claim a chunk into c; lock not held.  A mapping source is asked for the whole
+ * chunk at once (one madvise per 2 MiB), a copying one step by step.
+ */
+static bool claim(struct lr_engine *e, struct lr_claim *c, struct lr_worker *w)
+{
+	lock_engine(e, w);
+	int st = lr_stage(e);
+	bool got = st >= STAGE_FINISHED && st < STAGE_STOPPING && lr_claim_take(e, c);
+	unlock_engine(e, w);
+	if (got && !e->src->copies && lr_source(e, c->t, c->start, c->img, c->end - c->start, NULL, &c->data)) {
+		lock_engine(e, w);
+		lr_claim_release(e, c);
+		unlock_engine(e, w);
+		return false;
+	}
+	return got;
 }
 
 /*
@@ -77,11 +114,8 @@ static void gate_exit(struct lr_worker *w, struct lr_task *t)
 
 	lr_gate_copy_exit(&t->gate);
 	__atomic_store_n(&w->in_gate, NULL, __ATOMIC_SEQ_CST);
-	if (!__atomic_exchange_n(&w->boosted, false, __ATOMIC_SEQ_CST) || lr_stage(e) >= STAGE_STOPPING)
-		return;
-	sched_idle(pthread_self(), true);
-	if (lr_stage(e) >= STAGE_STOPPING) /* lr_prefetch_stop() may have raised us just before */
-		sched_idle(pthread_self(), false);
+	if (__atomic_exchange_n(&w->boosted, false, __ATOMIC_SEQ_CST) && lr_stage(e) < STAGE_STOPPING)
+		enter_idle(e);
 }
 
 struct gate_stall {
@@ -98,7 +132,7 @@ static void raise_gate_holders(void *arg)
 		if (__atomic_load_n(&w->in_gate, __ATOMIC_SEQ_CST) != gs->t)
 			continue;
 		/* raised first, flagged after: a worker that misses the flag stays raised a while */
-		sched_boost(w->th);
+		sched_boost(__atomic_load_n(&w->tid, __ATOMIC_SEQ_CST));
 		__atomic_store_n(&w->boosted, true, __ATOMIC_SEQ_CST);
 	}
 }
@@ -176,9 +210,9 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 	if (gated)
 		gate_exit(w, t);
 	if (r == INSTALL_GONE) {
-		pthread_mutex_lock(&e->lock);
+		lock_engine(e, w);
 		lr_task_gone(e, t);
-		pthread_mutex_unlock(&e->lock);
+		unlock_engine(e, w);
 	}
 	if (r == INSTALL_GONE || r == INSTALL_FATAL || stopped)
 		return false;
@@ -204,30 +238,28 @@ static void *worker(void *arg)
 	struct lr_claim *c = &e->claims[w->slot];
 
 	/* Background work yields the CPU to the restored program. */
-	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
-		pr_debug("prefetch worker keeps its priority: %m");
-	/* Going idle after lr_prefetch_stop() began would be for good: look again after. */
-	sched_idle(pthread_self(), true);
-	if (lr_stage(e) >= STAGE_STOPPING)
-		sched_idle(pthread_self(), false);
+	__atomic_store_n(&w->tid, gettid(), __ATOMIC_SEQ_CST);
+	enter_idle(e);
 	for (;;) {
-		pthread_mutex_lock(&e->lock);
+		lock_engine(e, w);
 		while (lr_stage(e) < STAGE_STOPPING && !(lr_stage(e) >= STAGE_FINISHED && lr_pending_work(e)))
 			pthread_cond_wait(&e->work, &e->lock);
 		bool stop = lr_stage(e) >= STAGE_STOPPING;
-		pthread_mutex_unlock(&e->lock);
+		unlock_engine(e, w);
 		if (stop)
 			break;
-		if (!claim(e, c))
+		if (!claim(e, c, w))
 			continue;
 		while (claim_step(e, c, w))
 			;
-		pthread_mutex_lock(&e->lock);
+		lock_engine(e, w);
 		struct lr_claim whole = *c; /* thp.c looks at the extent once the claim is released */
 		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
+		/* thp.c's lock too is the fault thread's: still at its priority */
 		if (whole.done == whole.end - whole.start && !whole.cancelled)
-			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done, false);
+			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done);
+		enter_idle(e);
 		lr_engine_kick(e); /* the fault thread checks whether all is resident */
 	}
 	return NULL;
@@ -267,7 +299,7 @@ static bool steal(struct lr_engine *e, struct lr_claim *own)
 	}
 	pthread_mutex_unlock(&e->lock);
 	lr_gate_read_unlock(&t->gate);
-	return claim(e, own);
+	return claim(e, own, NULL);
 }
 
 bool lr_prefetch_own_step(struct lr_engine *e)
@@ -276,7 +308,7 @@ bool lr_prefetch_own_step(struct lr_engine *e)
 
 	if (e->o.faults_only)
 		return false;
-	if (!c->t && !claim(e, c) && !steal(e, c))
+	if (!c->t && !claim(e, c, NULL) && !steal(e, c))
 		return false;
 	if (!claim_step(e, c, NULL)) {
 		pthread_mutex_lock(&e->lock);
@@ -284,7 +316,7 @@ bool lr_prefetch_own_step(struct lr_engine *e)
 		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
 		if (whole.done == whole.end - whole.start && !whole.cancelled)
-			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done, e->o.workers > 0);
+			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done);
 	}
 	return true;
 }
@@ -315,7 +347,7 @@ void lr_prefetch_stop(struct lr_engine *e)
 	unsigned n = e->nr_workers;
 	e->nr_workers = 0;
 	for (unsigned i = 0; i < n; i++) /* a starved SCHED_IDLE worker would keep us waiting */
-		sched_idle(e->workers[i].th, false);
+		sched_idle(__atomic_load_n(&e->workers[i].tid, __ATOMIC_SEQ_CST), false);
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);
 	for (unsigned i = 0; i < n; i++)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Huge pages back (thp.h): which extents were THP-eligible at dump time, and
- * their collapse once installed, from the copier that completed them.
+ * their collapse once all is resident, by a sweep thread beside the fault thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,14 +25,8 @@
 #define MADV_COLLAPSE 25
 #endif
 #define THP_SIZE  (2UL << 20)
-#define THP_BATCH 16U /* extents in one collapse call at most: faults are served between two */
-/*
- * A collapse holds the program's mmap lock for writing, and every fault's
- * UFFDIO_COPY waits for it: the workers collapse only once no fault was
- * served for this long (what is still queued at the end is the sweep's).
- */
-#define THP_CALM_S 0.020
-#define THP_SYSFS  "/sys/kernel/mm/transparent_hugepage/enabled"
+#define THP_BATCH 16U /* extents in one collapse call at most (one LRU drain of every CPU per call) */
+#define THP_SYSFS "/sys/kernel/mm/transparent_hugepage/enabled"
 
 struct thp_task {
 	struct lr_task *t;
@@ -60,9 +54,10 @@ struct lr_thp {
 	size_t nr_q, cap_q;
 	bool always;	   /* THP "always": eligible unless MADV_NOHUGEPAGE */
 	bool refused;	   /* the syscall itself is refused (EPERM, ENOSYS, EINVAL): stop trying */
-	bool sweeping;	   /* lr_thp_finish() runs: the fault thread collapses, the workers are gone */
-	uint64_t seen_seq; /* e->fault_seq when last looked at, and since when it has not moved */
-	double seen_at;
+	bool inline_sweep; /* the fault thread sweeps itself: it serves faults between two calls */
+	bool swept;	   /* atomic: the sweep thread is done */
+	bool sweeper_started;
+	pthread_t sweeper;
 	struct thp_task *v;
 	size_t nr, cap;
 };
@@ -234,27 +229,28 @@ struct sched_was {
 
 /*
  * MADV_COLLAPSE holds the target's mmap lock for writing while it copies the
- * extent: every fault of the program and every UFFDIO_COPY into it waits
- * until it is done.  A prefetch worker runs SCHED_IDLE at nice PREFETCH_NICE;
- * preempted inside the syscall it would stall them all for as long as the
- * CPUs are busy, so the call runs at the program's own priority.
+ * extent: every fault of the program waits until it is done.  The call runs at
+ * the program's own priority: a real-time caller (the fault thread of a remote
+ * restore) would starve the program, an idle-time one stall it.
  */
 static void sched_raise(struct sched_was *w)
 {
 	struct sched_param sp = {.sched_priority = 0};
 
-	w->policy = -1;
-	if (pthread_getschedparam(pthread_self(), &w->policy, &w->sp))
+	/* the system calls, not pthread_*schedparam(): see prefetch.c's sched_set() */
+	w->policy = sched_getscheduler(0);
+	if (w->policy < 0 || sched_getparam(0, &w->sp)) {
+		w->policy = -1;
 		return;
+	}
 	errno = 0;
 	w->nice = getpriority(PRIO_PROCESS, (id_t)gettid());
 	if (w->nice == -1 && errno)
 		w->nice = 0;
 	if (w->policy == SCHED_OTHER && w->nice <= 0)
 		return;
-	int er = pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-	if (er || setpriority(PRIO_PROCESS, (id_t)gettid(), 0))
-		pr_debug("huge-page collapse keeps the worker's priority: %s", strerror(er ? er : errno));
+	if (sched_setscheduler(0, SCHED_OTHER, &sp) || setpriority(PRIO_PROCESS, (id_t)gettid(), 0))
+		pr_debug("huge-page collapse keeps the worker's priority: %m");
 }
 
 static void sched_restore(struct lr_engine *e, const struct sched_was *w)
@@ -265,13 +261,13 @@ static void sched_restore(struct lr_engine *e, const struct sched_was *w)
 		pr_debug("collapse: can't set nice %d back: %m", w->nice);
 	/* lr_prefetch_stop() raises the workers to join them: idle time only would be for good */
 	if (lr_stage(e) < STAGE_STOPPING)
-		pthread_setschedparam(pthread_self(), w->policy, &w->sp);
+		sched_setscheduler(0, w->policy, &w->sp);
 }
 
 /*
- * The sweep at the end runs on the fault thread: faults that come meanwhile
- * (pages never dumped, read as zero) are served between two collapses, not
- * after the last (in a 1 GiB restore that was a second's stall).
+ * A sweep on the fault thread itself (no thread of its own): faults that come
+ * meanwhile (pages never dumped, read as zero) are served between two
+ * collapses, not after the last (in a 1 GiB restore that was a second's stall).
  */
 static void serve_faults(struct lr_engine *e)
 {
@@ -311,7 +307,7 @@ static void collapse(struct lr_engine *e, struct lr_thp *h, size_t i, uint64_t s
 		marked++;
 	int pidfd = tt->pidfd;
 	uint32_t vpid = tt->t->vpid;
-	bool sweeping = h->sweeping;
+	bool serve = h->inline_sweep;
 	pthread_mutex_unlock(&h->lock);
 	sched_raise(&was);
 	double t0 = lr_now();
@@ -322,7 +318,7 @@ static void collapse(struct lr_engine *e, struct lr_thp *h, size_t i, uint64_t s
 	double ms = (lr_now() - t0) * 1e3;
 	sched_restore(e, &was);
 	__atomic_fetch_add(&e->stats.thp_collapse_ns, (uint64_t)(ms * 1e6), __ATOMIC_RELAXED);
-	if (sweeping)
+	if (serve)
 		serve_faults(e);
 	pthread_mutex_lock(&h->lock);
 	tt = &h->v[i]; /* lr_thp_add_task() may have moved the array */
@@ -458,26 +454,12 @@ static void drain(struct lr_engine *e, struct lr_thp *h)
 	free(ext);
 }
 
-void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len, bool later)
+void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len)
 {
 	struct lr_thp *h = __atomic_load_n(&e->thp, __ATOMIC_ACQUIRE);
 
-	if (!h || !__atomic_load_n(&h->nr, __ATOMIC_ACQUIRE))
-		return;
-	defer(h, t, start, img, len);
-	if (later)
-		return;
-	uint64_t seq = __atomic_load_n(&e->fault_seq, __ATOMIC_RELAXED);
-	double now = lr_now();
-	pthread_mutex_lock(&h->lock);
-	if (seq != h->seen_seq) {
-		h->seen_seq = seq;
-		h->seen_at = now;
-	}
-	bool enough = h->nr_q >= THP_BATCH && now - h->seen_at >= THP_CALM_S;
-	pthread_mutex_unlock(&h->lock);
-	if (enough)
-		drain(e, h);
+	if (h && __atomic_load_n(&h->nr, __ATOMIC_ACQUIRE))
+		defer(h, t, start, img, len);
 }
 
 /* AnonHugePages of a live task, kB; -1 if unknown.  The pidfd proves the pid was not reused. */
@@ -501,15 +483,9 @@ static long anon_huge_kib(const struct thp_task *tt)
 	return kib;
 }
 
-void lr_thp_finish(struct lr_engine *e)
+/* The deferred claims, then every eligible extent not collapsed yet; AnonHugePages per task. */
+static void sweep(struct lr_engine *e, struct lr_thp *h)
 {
-	struct lr_thp *h = __atomic_load_n(&e->thp, __ATOMIC_ACQUIRE);
-
-	if (!h)
-		return;
-	pthread_mutex_lock(&h->lock);
-	h->sweeping = true;
-	pthread_mutex_unlock(&h->lock);
 	drain(e, h);
 	pthread_mutex_lock(&h->lock);
 	/* Extents completed by faults: their run-time address is their dump-time one unless remapped. */
@@ -543,8 +519,56 @@ void lr_thp_finish(struct lr_engine *e)
 	}
 	if (!same && h->nr)
 		pr_info("remapped ranges: extents completed by faults are not collapsed");
-	h->sweeping = false;
 	pthread_mutex_unlock(&h->lock);
+}
+
+static void *sweeper(void *arg)
+{
+	struct lr_engine *e = arg;
+	struct lr_thp *h = e->thp;
+	struct sched_was was;
+
+	sched_raise(&was); /* the program's priority, whatever the fault thread's was */
+	sweep(e, h);
+	__atomic_store_n(&h->swept, true, __ATOMIC_SEQ_CST);
+	lr_engine_kick(e);
+	return NULL;
+}
+
+bool lr_thp_sweep_start(struct lr_engine *e)
+{
+	struct lr_thp *h = __atomic_load_n(&e->thp, __ATOMIC_ACQUIRE);
+
+	if (!h)
+		return false;
+	if (!e->remote) {
+		if (!pthread_create(&h->sweeper, NULL, sweeper, e)) {
+			h->sweeper_started = true;
+			return true;
+		}
+		pr_warn("no thread for the huge-page collapses: the fault thread does them between faults");
+	}
+	h->inline_sweep = true;
+	sweep(e, h);
+	h->inline_sweep = false;
+	return false;
+}
+
+bool lr_thp_sweep_done(struct lr_engine *e)
+{
+	struct lr_thp *h = e->thp;
+
+	return !h || __atomic_load_n(&h->swept, __ATOMIC_SEQ_CST);
+}
+
+void lr_thp_sweep_join(struct lr_engine *e)
+{
+	struct lr_thp *h = e->thp;
+
+	if (h && h->sweeper_started) {
+		pthread_join(h->sweeper, NULL);
+		h->sweeper_started = false;
+	}
 }
 
 void lr_thp_free(struct lr_engine *e)

@@ -25,17 +25,24 @@ struct lr_task;
 void lr_thp_add_task(struct lr_engine *e, struct lr_task *t, const struct img_mm *mm);
 /*
  * No lock held: a prefetch claim [start, start+len) (image address img) is
- * installed.  Its whole extents are collapsed by a worker (later false) once
- * THP_BATCH claims are waiting, contiguous extents in one call; the fault
- * thread (later true) only hands its claims over.  What is left is
- * lr_thp_finish()'s.
+ * installed; its whole extents are collapsed by the sweep, after the prefetch.
+ * Not sooner: a collapse write-locks the program's mmap and VMA while it copies
+ * the extent, and every fault and prefetch copy into that VMA waits for it
+ * (bench/apps/README.md has the figures).
  */
-void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len, bool later);
+void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, uint64_t img, uint64_t len);
 /*
- * Fault thread, all resident and the workers stopped: collapse what is left
- * (serving faults between two calls), record AnonHugePages per task.
+ * Fault thread, all resident and the workers stopped: collapse the extents
+ * (the claims handed over, then every eligible one left), record AnonHugePages
+ * per task.  True: a thread of its own does it, and the fault thread serves
+ * faults and events until lr_thp_sweep_done(), then calls lr_thp_sweep_join().
+ * False: nothing to do, or done already (remote source, or no thread: the
+ * calling thread did it, serving local faults between two calls).
  */
-void lr_thp_finish(struct lr_engine *e);
+bool lr_thp_sweep_start(struct lr_engine *e);
+/* The sweep thread is done (it kicks the engine's wake-up when it is). */
+bool lr_thp_sweep_done(struct lr_engine *e);
+void lr_thp_sweep_join(struct lr_engine *e);
 void lr_thp_free(struct lr_engine *e);
 
 #endif
