@@ -301,7 +301,7 @@ static void collapse(struct lr_engine *e, struct lr_thp *h, size_t i, uint64_t s
 	unsigned marked = 0;
 	long r;
 
-	if (h->refused || tt->pidfd < 0)
+	if (h->refused || tt->pidfd < 0 || lr_stage(e) == STAGE_FAILED) /* failed: the tree is killed */
 		return;
 	while (marked < n && mark_done(tt, s + marked * THP_SIZE)) /* no other thread tries them meanwhile */
 		marked++;

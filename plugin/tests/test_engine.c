@@ -7,7 +7,8 @@
  * the claimed pages -- touch, fork, mremap, MADV_DONTNEED, munmap -- lets the
  * worker go, waits until everything is resident and checks every byte: image
  * data where the mapping kept its pages, zero where they were dropped.  Every
- * row runs with the source copying into buffers and with it mapping.
+ * row runs with the source copying into buffers and with it mapping.  One more
+ * case maps MADV_HUGEPAGE and checks that the sweep collapses every extent.
  * Needs a userfaultfd (root, or vm.unprivileged_userfaultfd=1); skipped without.
  */
 #include <errno.h>
@@ -288,12 +289,14 @@ static const struct row rows[] = {
 struct run {
 	struct lr_engine *e;
 	int ret;
+	struct lr_stats stats; /* as the engine ended */
 };
 
 static void *run_engine(void *arg)
 {
 	struct run *r = arg;
 	r->ret = lr_engine_run(r->e);
+	r->stats = *lr_engine_stats(r->e);
 	lr_engine_destroy(r->e); /* closes uffd: what is still missing reads zero from here on */
 	r->e = NULL;
 	return NULL;
@@ -557,6 +560,106 @@ static void test_rows_async(void **state)
 		run_row(&rows[i], ASYNC);
 }
 
+/* THP "never": nothing to collapse, nothing to test. */
+static bool thp_never(void)
+{
+	char buf[128] = "";
+	int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	return n <= 0 || strstr(buf, "[never]");
+}
+
+static long anon_huge_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/smaps_rollup", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "AnonHugePages:", 14))
+			kib = strtol(line + 14, NULL, 10);
+	fclose(f);
+	return kib;
+}
+
+/*
+ * A MADV_HUGEPAGE mapping served by the engine: every byte right, and each of
+ * its 2 MiB extents collapsed by the sweep once all is resident, while this
+ * thread keeps touching the mapping (its faults are served meanwhile).
+ */
+static void test_huge_pages(void **state)
+{
+	struct mem_source m = {.base = {.ops = &mem_ops, .copies = true}};
+	struct run r = {0};
+	pthread_t th;
+
+	(void)state;
+	if (thp_never()) {
+		print_message("transparent huge pages are off here: skipped\n");
+		skip();
+	}
+	int uffd = new_uffd();
+	if (uffd < 0) {
+		print_message("no userfaultfd here (%s): skipped\n", strerror(errno));
+		skip();
+	}
+	uint8_t *raw = mmap(NULL, AREA + CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(raw != MAP_FAILED);
+	uint8_t *area = (uint8_t *)(((uintptr_t)raw + CHUNK - 1) & ~(CHUNK - 1));
+	long before = anon_huge_kib();
+	assert_int_equal(madvise(area, AREA, MADV_HUGEPAGE), 0);
+	struct uffdio_register reg = {.range = {.start = (uintptr_t)area, .len = AREA},
+				      .mode = UFFDIO_REGISTER_MODE_MISSING};
+	assert_int_equal(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+	m.vaddr = (uintptr_t)area;
+	m.data = malloc(AREA);
+	assert_non_null(m.data);
+	for (uint64_t o = 0; o < AREA; o += sizeof(uint64_t))
+		*(uint64_t *)(m.data + o) = pattern(m.vaddr + o);
+	pthread_mutex_init(&m.lock, NULL);
+	pthread_cond_init(&m.cond, NULL);
+	snprintf(m.base.choice.why, sizeof(m.base.choice.why), "test");
+	m.base.choice.kind = PAGE_SOURCE_READ;
+	m.base.choice.step = 256 << 10;
+
+	struct img_vma vma = {.start = m.vaddr,
+			      .end = m.vaddr + AREA,
+			      .prot = PROT_READ | PROT_WRITE,
+			      .flags = MAP_PRIVATE | MAP_ANONYMOUS,
+			      .madv = 1ULL << MADV_HUGEPAGE,
+			      .status = 1};
+	struct img_pme pme = {.vaddr = m.vaddr, .nr_pages = AREA / PG, .flags = IMG_PE_LAZY | IMG_PE_PRESENT};
+	struct img_mm mm = {.pid = 1, .nr_vmas = 1, .vmas = &vma, .nr_pmes = 1, .pmes = &pme, .pages_bytes = AREA};
+	struct lr_engine_opts o = {.workers = 1};
+	r.e = lr_engine_create(&m.base, &o);
+	assert_non_null(r.e);
+	m.engine = r.e;
+	assert_int_equal(lr_engine_add_task(r.e, 1, getpid(), uffd, &mm), 0);
+	assert_int_equal(pthread_create(&th, NULL, run_engine, &r), 0);
+	lr_engine_restore_finished(r.e);
+	for (int pass = 0; pass < 4; pass++) /* faults, then reads of installed and collapsing extents */
+		assert_int_equal(bad_word(area, AREA, m.vaddr, false), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(bad_word(area, AREA, m.vaddr, false), 0);
+	long after = anon_huge_kib();
+	print_message("  %llu of %llu extents collapsed (%llu refused), AnonHugePages %ld -> %ld kB\n",
+		      (unsigned long long)r.stats.thp_collapsed, (unsigned long long)r.stats.thp_extents,
+		      (unsigned long long)r.stats.thp_failed, before, after);
+	assert_int_equal(r.stats.thp_extents, AREA / CHUNK);
+	assert_int_equal(r.stats.thp_collapsed, AREA / CHUNK);
+	assert_true(after - before >= (long)(AREA >> 10));
+	munmap(raw, AREA + CHUNK);
+	free(m.data);
+	pthread_mutex_destroy(&m.lock);
+	pthread_cond_destroy(&m.cond);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN); /* see the write to `over` */
@@ -564,6 +667,7 @@ int main(void)
 	    cmocka_unit_test(test_rows_async), /* first: it does not wait for the rows before it */
 	    cmocka_unit_test(test_rows_copying),
 	    cmocka_unit_test(test_rows_mapping),
+	    cmocka_unit_test(test_huge_pages),
 	};
 	lr_log_set_level(LR_LOG_WARN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
