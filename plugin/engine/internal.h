@@ -33,6 +33,7 @@
 #define PREFETCH_PIECE_NEAR (16UL << 10)
 #define PREFETCH_CALM_STEPS 8
 #define MAX_WORKERS	    8
+#define PREFETCH_NICE	    10
 #define OWN_CLAIM	    MAX_WORKERS /* the fault thread's own prefetch claim */
 #define NR_CLAIMS	    (MAX_WORKERS + 1)
 /* how long after the marker a criu that stays (no -d) is taken as done with the tasks */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,38 +58,19 @@ static void enter_idle(struct lr_engine *e)
 }
 
 /*
- * A worker holds the engine lock at the fault thread's priority (a ceiling):
- * preempted with it in idle time, it would keep every fault waiting for as
- * long as the CPUs stay busy.  The fault thread itself (w NULL) just locks.
- */
-static void lock_engine(struct lr_engine *e, struct lr_worker *w)
-{
-	if (w)
-		sched_idle(gettid(), false);
-	pthread_mutex_lock(&e->lock);
-}
-
-static void unlock_engine(struct lr_engine *e, struct lr_worker *w)
-{
-	pthread_mutex_unlock(&e->lock);
-	if (w)
-		enter_idle(e);
-}
-
-/*
  * Claim a chunk into c; lock not held.  A mapping source is asked for the whole
  * chunk at once (one madvise per 2 MiB), a copying one step by step.
  */
-static bool claim(struct lr_engine *e, struct lr_claim *c, struct lr_worker *w)
+static bool claim(struct lr_engine *e, struct lr_claim *c)
 {
-	lock_engine(e, w);
+	pthread_mutex_lock(&e->lock);
 	int st = lr_stage(e);
 	bool got = st >= STAGE_FINISHED && st < STAGE_STOPPING && lr_claim_take(e, c);
-	unlock_engine(e, w);
+	pthread_mutex_unlock(&e->lock);
 	if (got && !e->src->copies && lr_source(e, c->t, c->start, c->img, c->end - c->start, NULL, &c->data)) {
-		lock_engine(e, w);
+		pthread_mutex_lock(&e->lock);
 		lr_claim_release(e, c);
-		unlock_engine(e, w);
+		pthread_mutex_unlock(&e->lock);
 		return false;
 	}
 	return got;
@@ -210,9 +192,9 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 	if (gated)
 		gate_exit(w, t);
 	if (r == INSTALL_GONE) {
-		lock_engine(e, w);
+		pthread_mutex_lock(&e->lock);
 		lr_task_gone(e, t);
-		unlock_engine(e, w);
+		pthread_mutex_unlock(&e->lock);
 	}
 	if (r == INSTALL_GONE || r == INSTALL_FATAL || stopped)
 		return false;
@@ -238,28 +220,28 @@ static void *worker(void *arg)
 	struct lr_claim *c = &e->claims[w->slot];
 
 	/* Background work yields the CPU to the restored program. */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
+		pr_debug("prefetch worker keeps its priority: %m");
 	__atomic_store_n(&w->tid, gettid(), __ATOMIC_SEQ_CST);
 	enter_idle(e);
 	for (;;) {
-		lock_engine(e, w);
+		pthread_mutex_lock(&e->lock);
 		while (lr_stage(e) < STAGE_STOPPING && !(lr_stage(e) >= STAGE_FINISHED && lr_pending_work(e)))
 			pthread_cond_wait(&e->work, &e->lock);
 		bool stop = lr_stage(e) >= STAGE_STOPPING;
-		unlock_engine(e, w);
+		pthread_mutex_unlock(&e->lock);
 		if (stop)
 			break;
-		if (!claim(e, c, w))
+		if (!claim(e, c))
 			continue;
 		while (claim_step(e, c, w))
 			;
-		lock_engine(e, w);
+		pthread_mutex_lock(&e->lock);
 		struct lr_claim whole = *c; /* thp.c looks at the extent once the claim is released */
 		lr_claim_release(e, c);
 		pthread_mutex_unlock(&e->lock);
-		/* thp.c's lock too is the fault thread's: still at its priority */
 		if (whole.done == whole.end - whole.start && !whole.cancelled)
 			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done);
-		enter_idle(e);
 		lr_engine_kick(e); /* the fault thread checks whether all is resident */
 	}
 	return NULL;
@@ -299,7 +281,7 @@ static bool steal(struct lr_engine *e, struct lr_claim *own)
 	}
 	pthread_mutex_unlock(&e->lock);
 	lr_gate_read_unlock(&t->gate);
-	return claim(e, own, NULL);
+	return claim(e, own);
 }
 
 bool lr_prefetch_own_step(struct lr_engine *e)
@@ -308,7 +290,7 @@ bool lr_prefetch_own_step(struct lr_engine *e)
 
 	if (e->o.faults_only)
 		return false;
-	if (!c->t && !claim(e, c, NULL) && !steal(e, c))
+	if (!c->t && !claim(e, c) && !steal(e, c))
 		return false;
 	if (!claim_step(e, c, NULL)) {
 		pthread_mutex_lock(&e->lock);
