@@ -62,7 +62,7 @@ struct lr_thp {
 	size_t nr, cap;
 };
 
-static bool thp_always(void)
+enum lr_thp_mode lr_thp_mode(void)
 {
 	char buf[128] = "";
 	int fd = open(THP_SYSFS, O_RDONLY | O_CLOEXEC);
@@ -70,7 +70,11 @@ static bool thp_always(void)
 
 	if (fd >= 0)
 		close(fd);
-	return n > 0 && strstr(buf, "[always]");
+	if (n <= 0)
+		return LR_THP_UNKNOWN;
+	if (strstr(buf, "[always]"))
+		return LR_THP_ALWAYS;
+	return strstr(buf, "[madvise]") ? LR_THP_MADVISE : LR_THP_NEVER;
 }
 
 static bool vma_eligible(const struct lr_thp *h, const struct img_mm *mm, const struct img_vma *v)
@@ -99,7 +103,7 @@ static struct lr_thp *thp_get(struct lr_engine *e)
 		if (!h)
 			return NULL;
 		pthread_mutex_init(&h->lock, NULL);
-		h->always = thp_always();
+		h->always = lr_thp_mode() == LR_THP_ALWAYS;
 		__atomic_store_n(&e->thp, h, __ATOMIC_RELEASE);
 	}
 	return h;
@@ -462,15 +466,12 @@ void lr_thp_claim_done(struct lr_engine *e, struct lr_task *t, uint64_t start, u
 		defer(h, t, start, img, len);
 }
 
-/* AnonHugePages of a live task, kB; -1 if unknown.  The pidfd proves the pid was not reused. */
-static long anon_huge_kib(const struct thp_task *tt)
+long lr_anon_huge_kib(pid_t pid)
 {
 	char path[64], line[256];
 	long kib = -1;
 
-	if (tt->t->real_pid <= 0)
-		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", tt->t->real_pid);
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -1;
@@ -478,6 +479,15 @@ static long anon_huge_kib(const struct thp_task *tt)
 		if (!strncmp(line, "AnonHugePages:", 14))
 			kib = strtol(line + 14, NULL, 10);
 	fclose(f);
+	return kib;
+}
+
+/* AnonHugePages of a live task, kB; -1 if unknown.  The pidfd proves the pid was not reused. */
+static long task_huge_kib(const struct thp_task *tt)
+{
+	if (tt->t->real_pid <= 0)
+		return -1;
+	long kib = lr_anon_huge_kib(tt->t->real_pid);
 	if (tt->pidfd >= 0 && syscall(SYS_pidfd_send_signal, tt->pidfd, 0, NULL, 0))
 		return -1;
 	return kib;
@@ -510,7 +520,7 @@ static void sweep(struct lr_engine *e, struct lr_thp *h)
 			collapse_runs(e, h, run, n);
 		}
 		struct thp_task *tt = &h->v[i];
-		long kib = anon_huge_kib(tt);
+		long kib = task_huge_kib(tt);
 		if (e->stats.thp_nr < LR_STATS_THP_TASKS) {
 			e->stats.thp_task[e->stats.thp_nr].pid = tt->t->vpid;
 			e->stats.thp_task[e->stats.thp_nr++].kib = kib;

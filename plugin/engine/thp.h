@@ -15,11 +15,18 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "images/image.h"
 
 struct lr_engine;
 struct lr_task;
+
+/* The system's transparent huge page mode (sysfs "enabled"). */
+enum lr_thp_mode { LR_THP_UNKNOWN, LR_THP_NEVER, LR_THP_MADVISE, LR_THP_ALWAYS };
+enum lr_thp_mode lr_thp_mode(void);
+/* AnonHugePages of process pid (smaps_rollup), kB; -1 if unknown. */
+long lr_anon_huge_kib(pid_t pid);
 
 /* Engine lock held: a task from the hand-off (or resumed) with its images. */
 void lr_thp_add_task(struct lr_engine *e, struct lr_task *t, const struct img_mm *mm);

@@ -33,6 +33,7 @@
 
 #include "lib/uffd-compat.h"
 #include "plugin/engine/engine.h"
+#include "plugin/engine/thp.h"
 #include "plugin/log/log.h"
 #include "plugin/source/source.h"
 
@@ -560,33 +561,6 @@ static void test_rows_async(void **state)
 		run_row(&rows[i], ASYNC);
 }
 
-/* THP "never": nothing to collapse, nothing to test. */
-static bool thp_never(void)
-{
-	char buf[128] = "";
-	int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-
-	if (fd >= 0)
-		close(fd);
-	return n <= 0 || strstr(buf, "[never]");
-}
-
-static long anon_huge_kib(void)
-{
-	char line[256];
-	long kib = -1;
-	FILE *f = fopen("/proc/self/smaps_rollup", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "AnonHugePages:", 14))
-			kib = strtol(line + 14, NULL, 10);
-	fclose(f);
-	return kib;
-}
-
 /*
  * A MADV_HUGEPAGE mapping served by the engine: every byte right, and each of
  * its 2 MiB extents collapsed by the sweep once all is resident, while this
@@ -599,8 +573,8 @@ static void test_huge_pages(void **state)
 	pthread_t th;
 
 	(void)state;
-	if (thp_never()) {
-		print_message("transparent huge pages are off here: skipped\n");
+	if (lr_thp_mode() < LR_THP_MADVISE) {
+		print_message("transparent huge pages are off or unknown here: skipped\n");
 		skip();
 	}
 	int uffd = new_uffd();
@@ -611,7 +585,7 @@ static void test_huge_pages(void **state)
 	uint8_t *raw = mmap(NULL, AREA + CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(raw != MAP_FAILED);
 	uint8_t *area = (uint8_t *)(((uintptr_t)raw + CHUNK - 1) & ~(CHUNK - 1));
-	long before = anon_huge_kib();
+	long before = lr_anon_huge_kib(getpid());
 	assert_int_equal(madvise(area, AREA, MADV_HUGEPAGE), 0);
 	struct uffdio_register reg = {.range = {.start = (uintptr_t)area, .len = AREA},
 				      .mode = UFFDIO_REGISTER_MODE_MISSING};
@@ -647,7 +621,7 @@ static void test_huge_pages(void **state)
 	pthread_join(th, NULL);
 	assert_int_equal(r.ret, 0);
 	assert_int_equal(bad_word(area, AREA, m.vaddr, false), 0);
-	long after = anon_huge_kib();
+	long after = lr_anon_huge_kib(getpid());
 	print_message("  %llu of %llu extents collapsed (%llu refused), AnonHugePages %ld -> %ld kB\n",
 		      (unsigned long long)r.stats.thp_collapsed, (unsigned long long)r.stats.thp_extents,
 		      (unsigned long long)r.stats.thp_failed, before, after);
