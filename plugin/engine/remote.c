@@ -38,12 +38,12 @@
 #define RATE_SAMPLES 10U	   /* the delivery rate: the largest of this many recent intervals */
 #define POOL_MAX     64U	   /* REQ_MAX buffers kept for reuse */
 /* one in-order connection (no urgent one): the background bytes a fault may find ahead of it */
-#define SERIAL_DELAY 200e-6	  /* s: what drains in this long, or in the shortest round trip if longer */
+#define SERIAL_DELAY 200e-6	   /* s: what drains in this long, or in the shortest round trip if longer */
 #define SERIAL_MIN   (128UL << 10) /* ... at least (and while the drain rate is not known yet) */
 #define SERIAL_MAX   (WINDOW_MAX * REQ_MAX)
 #define SERIAL_FAULT (16UL << 10) /* ... after a fault: one request, doubling per answer asked since */
 #define DRAIN_DECAY  0.875	  /* the drain rate's weight of the past, per answer */
-#define COPY_PIECE   (64UL << 10)  /* a fault thread waiting at the gate waits for one of these */
+#define COPY_PIECE   (64UL << 10) /* a fault thread waiting at the gate waits for one of these */
 
 struct lr_rreq {
 	struct page_source_req r; /* r.arg is this */
@@ -86,11 +86,11 @@ struct lr_remote {
 	 * waits for it (asked again, it would only queue behind it).
 	 */
 	bool serial;
-	uint64_t slimit;	  /* serial: background bytes in flight, in requests of half of it */
-	double last_fault;	  /* when the latest fault asked for pages */
-	unsigned urgent;	  /* urgent requests in flight */
-	uint64_t bg_bytes;	  /* background bytes in flight */
-	double last_done;	  /* when the latest answer was installed */
+	uint64_t slimit;		/* serial: background bytes in flight, in requests of half of it */
+	double last_fault;		/* when the latest fault asked for pages */
+	unsigned urgent;		/* urgent requests in flight */
+	uint64_t bg_bytes;		/* background bytes in flight */
+	double last_done;		/* when the latest answer was installed */
 	double drain_bytes, drain_time; /* decaying sums over answers that came back to back */
 	void *pool[POOL_MAX];
 	unsigned nr_pool;
