@@ -37,7 +37,13 @@
 #define BDP_GAIN     2.0	   /* after a fault, at least this many bandwidth-delay products */
 #define RATE_SAMPLES 10U	   /* the delivery rate: the largest of this many recent intervals */
 #define POOL_MAX     64U	   /* REQ_MAX buffers kept for reuse */
-#define COPY_PIECE   (64UL << 10)  /* a fault thread waiting at the gate waits for one of these */
+/* one in-order connection (no urgent one): the background bytes a fault may find ahead of it */
+#define SERIAL_DELAY 200e-6	   /* s: what drains in this long, or in the shortest round trip if longer */
+#define SERIAL_MIN   (128UL << 10) /* ... at least (and while the drain rate is not known yet) */
+#define SERIAL_MAX   (WINDOW_MAX * REQ_MAX)
+#define SERIAL_FAULT (16UL << 10) /* ... after a fault: one request, doubling per answer asked since */
+#define DRAIN_DECAY  0.875	  /* the drain rate's weight of the past, per answer */
+#define COPY_PIECE   (64UL << 10) /* a fault thread waiting at the gate waits for one of these */
 
 struct lr_rreq {
 	struct page_source_req r; /* r.arg is this */
@@ -69,6 +75,23 @@ struct lr_remote {
 	uint64_t rate_bytes;	   /* background bytes received in it */
 	double rate[RATE_SAMPLES]; /* bytes/s of the last intervals */
 	unsigned rate_i;
+	/*
+	 * No urgent connection (a server of one connection, criu dump; or ours
+	 * before or between its urgent ones): answers come in request order, a
+	 * fault's behind every byte asked before it.  Background bytes in
+	 * flight are then held to what drains in SERIAL_DELAY (the drain rate
+	 * measured over answers that came back to back), to one small request
+	 * after a fault, doubling while none comes (as stock criu's steps), and
+	 * to none while an urgent answer is due; a fault on a page in flight
+	 * waits for it (asked again, it would only queue behind it).
+	 */
+	bool serial;
+	uint64_t slimit;		/* serial: background bytes in flight, in requests of half of it */
+	double last_fault;		/* when the latest fault asked for pages */
+	unsigned urgent;		/* urgent requests in flight */
+	uint64_t bg_bytes;		/* background bytes in flight */
+	double last_done;		/* when the latest answer was installed */
+	double drain_bytes, drain_time; /* decaying sums over answers that came back to back */
 	void *pool[POOL_MAX];
 	unsigned nr_pool;
 	unsigned poll_gen; /* fault thread: the source's poll fd in the epoll, and its generation */
@@ -103,8 +126,12 @@ static void unlink_req(struct lr_remote *rm, struct lr_rreq *q)
 		rm->inflight = q->next;
 	if (q->next)
 		q->next->prev = q->prev;
-	if (!q->urgent)
+	if (q->urgent) {
+		rm->urgent--;
+	} else {
 		rm->background--;
+		rm->bg_bytes -= q->end - q->start;
+	}
 }
 
 static void on_done(struct page_source_req *r);
@@ -112,10 +139,20 @@ static void on_done(struct page_source_req *r);
 /* Lock held: what a completion tells of the path (an urgent answer its round trip, background ones its rate). */
 static void path_sample(struct lr_remote *rm, const struct lr_rreq *q, double now)
 {
-	double el;
+	double el, last = rm->last_done;
 
 	if (q->r.status)
 		return;
+	rm->last_done = now;
+	/*
+	 * Sent before the previous answer came: the connection was busy with it
+	 * since.  Background answers only: a fault's page alone is mostly the
+	 * cost of a request, and would make the rate that of small requests.
+	 */
+	if (!q->urgent && last && q->sent <= last) {
+		rm->drain_bytes = rm->drain_bytes * DRAIN_DECAY + (double)(q->end - q->start);
+		rm->drain_time = rm->drain_time * DRAIN_DECAY + (now - last);
+	}
 	if (q->urgent) {
 		if (!rm->min_rtt || now - q->sent < rm->min_rtt)
 			rm->min_rtt = now - q->sent;
@@ -162,6 +199,33 @@ static unsigned path_window(const struct lr_remote *rm, unsigned floor)
 	return w < floor ? floor : w;
 }
 
+/*
+ * Lock held: whether answers come in request order now (a source with an
+ * urgent channel that has none at the moment, source.h).  Asked at every
+ * pump: the urgent connection comes after the first answer and may be lost
+ * and made again.  A source without one answers in any order.
+ */
+static bool serial_now(struct lr_engine *e)
+{
+	const struct page_source_ops *ops = e->src->ops;
+	unsigned gen;
+
+	return ops->poll_fd && ops->poll_fd(e->src, &gen) < 0;
+}
+
+/* Lock held: serial, the background bytes a fault may find ahead of it. */
+static uint64_t serial_cap(const struct lr_remote *rm)
+{
+	double delay = rm->min_rtt > SERIAL_DELAY ? rm->min_rtt : SERIAL_DELAY, cap;
+
+	if (!rm->drain_time)
+		return SERIAL_MIN;
+	cap = rm->drain_bytes / rm->drain_time * delay;
+	if (cap < SERIAL_MIN)
+		return SERIAL_MIN;
+	return cap > SERIAL_MAX ? SERIAL_MAX : (uint64_t)cap & ~(uint64_t)(PAGE - 1);
+}
+
 /* [start, end) of t, out of pending already, asked for; -1 (the engine failed) if it can't be. */
 static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint64_t end, uint64_t img, bool urgent,
 		  double t0, bool dup)
@@ -198,8 +262,12 @@ static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint6
 	if (rm->inflight)
 		rm->inflight->prev = q;
 	rm->inflight = q;
-	if (!urgent)
+	if (urgent) {
+		rm->urgent++;
+	} else {
 		rm->background++;
+		rm->bg_bytes += end - start;
+	}
 	__atomic_add_fetch(&rm->outstanding, 1, __ATOMIC_SEQ_CST);
 	if (e->src->ops->submit(e->src, &q->r, err, sizeof(err)) == 0)
 		return 0;
@@ -232,16 +300,52 @@ static int submit_background(struct lr_remote *rm, struct lr_task *t, uint64_t s
 	return 0;
 }
 
-/* Lock held: background requests up to the window, near the latest fault (lr_claim_take). */
+/*
+ * Lock held: a claim (lr_claim_take) of len bytes at most; the rest goes back
+ * into pending, to be taken next.
+ */
+static bool take(struct lr_engine *e, uint64_t len, struct lr_claim *c)
+{
+	if (!lr_claim_take(e, c))
+		return false;
+	if (c->end - c->start <= len)
+		return true;
+	if (lr_ranges_add(&c->t->pending, c->start + len, c->end, c->img + len)) {
+		lr_engine_fail_locked(e, "out of memory in the page requests");
+		return false;
+	}
+	c->end = c->start + len;
+	e->hint_addr = c->end;
+	return true;
+}
+
+/*
+ * Lock held: background requests up to the window, near the latest fault.
+ * Serial: none while an urgent answer is due, else up to slimit bytes (within
+ * the cap) in requests of half of it, two in flight keeping the server busy.
+ */
 static void pump_locked(struct lr_engine *e)
 {
 	struct lr_remote *rm = e->remote;
 	int st = lr_stage(e);
 
-	while (st >= STAGE_FINISHED && st < STAGE_STOPPING && rm->background < rm->window) {
+	rm->serial = serial_now(e);
+	while (st >= STAGE_FINISHED && st < STAGE_STOPPING) {
 		struct lr_claim c = {0};
+		uint64_t len = PREFETCH_CHUNK;
 
-		if (!lr_claim_take(e, &c) || submit_background(rm, c.t, c.start, c.end, c.img))
+		if (rm->serial) {
+			uint64_t cap = serial_cap(rm), lim = rm->slimit < cap ? rm->slimit : cap;
+
+			len = lim / 2 < SERIAL_FAULT ? SERIAL_FAULT : lim / 2 & ~(uint64_t)(PAGE - 1);
+			if (len > REQ_MAX)
+				len = REQ_MAX;
+			if (rm->urgent || (rm->bg_bytes && rm->bg_bytes + len > lim))
+				break;
+		} else if (rm->background >= rm->window) {
+			break;
+		}
+		if (!take(e, len, &c) || submit_background(rm, c.t, c.start, c.end, c.img))
 			break;
 		st = lr_stage(e);
 	}
@@ -316,6 +420,9 @@ static void complete(struct lr_remote *rm, struct lr_rreq *q)
 		__atomic_fetch_add(&e->stats.prefetch_pages, installed / PAGE, __ATOMIC_RELAXED);
 		if (rm->window < path_window(rm, WINDOW_MAX))
 			rm->window++;
+		/* no fault since it was asked: larger requests (pump_locked clips them to the cap) */
+		if (q->sent > rm->last_fault && rm->slimit < SERIAL_MAX)
+			rm->slimit *= 2;
 	}
 	pthread_mutex_unlock(&e->lock);
 	for (unsigned i = 0; i < q->faults && done == len; i++)
@@ -417,6 +524,9 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 			end = rg.end;
 		uint64_t urgent_end = end - addr > URGENT_MAX ? addr + URGENT_MAX : end;
 		t->next_fault = end;
+		/* serial: what is asked from now on is what the next fault queues behind */
+		rm->slimit = SERIAL_FAULT;
+		rm->last_fault = lr_now();
 		if (lr_ranges_drop(&t->pending, addr, end)) {
 			lr_engine_fail_locked(e, "out of memory in the fault path");
 			ret = INSTALL_FATAL;
@@ -430,7 +540,7 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 		return ret;
 	}
 	struct lr_rreq *q = find_inflight(rm, t, addr);
-	if (q && !q->urgent) {
+	if (q && !q->urgent && !serial_now(e)) {
 		/* the page again, urgently, rather than behind the bulk stream */
 		uint64_t page = addr & ~(uint64_t)(PAGE - 1);
 
@@ -504,9 +614,14 @@ int lr_remote_create(struct lr_engine *e)
 	}
 	rm->e = e;
 	rm->window = WINDOW_MAX;
+	rm->slimit = SERIAL_MIN;
 	pr_info("page source: background requests of %lu KiB, up to %u in flight (%u on a path whose bandwidth-delay "
 		"product needs them), %u after a fault (more where the path needs them)",
 		REQ_MAX >> 10, WINDOW_MAX, WINDOW_CAP, WINDOW_MIN);
+	pr_info("page source: while there is no urgent connection (answers in request order), background bytes in "
+		"flight: what drains in %.0f us (%lu KiB before it is measured), %lu KiB after a fault, doubling per "
+		"answer asked since, none while a fault's answer is due",
+		SERIAL_DELAY * 1e6, SERIAL_MIN >> 10, SERIAL_FAULT >> 10);
 	pthread_mutex_init(&rm->alive, NULL);
 	e->remote = rm;
 	/* the completions copy: no worker, and the fault thread only sends */
@@ -522,6 +637,10 @@ void lr_remote_detach(struct lr_engine *e)
 	if (!rm)
 		return;
 	pthread_mutex_lock(&rm->alive);
+	if (rm->drain_time)
+		pr_info("page source: drain rate %.0f MB/s (answers back to back), %llu KiB of them in flight at most "
+			"while there is no urgent connection",
+			rm->drain_bytes / rm->drain_time / 1e6, (unsigned long long)serial_cap(rm) >> 10);
 	e->remote = NULL;
 	rm->detached = true;
 	for (unsigned i = 0; i < rm->nr_pool; i++)

@@ -65,7 +65,9 @@ struct page_source_ops {
 	 * Optional, with submit: an fd for the submitter of urgent requests to
 	 * watch (readable: call poll()), -1 while there is none; *gen changes
 	 * whenever the fd is a new one.  poll() runs done() for the urgent
-	 * answers that came, on the calling thread.
+	 * answers that came, on the calling thread.  While there is none, all
+	 * requests are answered in the order submitted (urgent ones first among
+	 * those not yet sent): a fault's answer comes after every one in flight.
 	 */
 	int (*poll_fd)(struct page_source *s, unsigned *gen);
 	void (*poll)(struct page_source *s);
