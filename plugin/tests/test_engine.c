@@ -678,11 +678,11 @@ int main(void)
 {
 	signal(SIGPIPE, SIG_IGN); /* see the write to `over` */
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows_async), /* first: it does not wait for the rows before it */
-	    cmocka_unit_test(test_rows_serial),
-	    cmocka_unit_test(test_rows_copying),
-	    cmocka_unit_test(test_rows_mapping),
-	    cmocka_unit_test(test_huge_pages),
+	    cmocka_unit_test(test_rows_async),	 /* first: it does not wait for the rows before it */
+	    cmocka_unit_test(test_rows_serial),	 /* a source answering in request order */
+	    cmocka_unit_test(test_rows_copying), /* a source copying into buffers */
+	    cmocka_unit_test(test_rows_mapping), /* a source mapping its data */
+	    cmocka_unit_test(test_huge_pages),	 /* MADV_HUGEPAGE: the sweep's collapses */
 	};
 	lr_log_set_level(LR_LOG_WARN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
