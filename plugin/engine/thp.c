@@ -226,46 +226,28 @@ static void unmark_done(struct thp_task *tt, uint64_t s)
 		}
 }
 
-struct sched_was {
-	int policy, nice;
-	struct sched_param sp;
-};
-
 /*
  * MADV_COLLAPSE holds the target's mmap lock for writing while it copies the
- * extent: every fault of the program waits until it is done.  The call runs at
+ * extent: every fault of the program waits until it is done.  The calls run at
  * the program's own priority: a real-time caller (the fault thread of a remote
- * restore) would starve the program, an idle-time one stall it.
+ * restore) would starve the program, an idle-time one stall it.  The sweep runs
+ * after the prefetch, when the engine only winds down: the sweeping thread
+ * drops to it once, for good.  The system calls, not pthread_*schedparam():
+ * see prefetch.c's sched_set().
  */
-static void sched_raise(struct sched_was *w)
+static void program_priority(void)
 {
 	struct sched_param sp = {.sched_priority = 0};
+	int policy = sched_getscheduler(0);
 
-	/* the system calls, not pthread_*schedparam(): see prefetch.c's sched_set() */
-	w->policy = sched_getscheduler(0);
-	if (w->policy < 0 || sched_getparam(0, &w->sp)) {
-		w->policy = -1;
-		return;
-	}
 	errno = 0;
-	w->nice = getpriority(PRIO_PROCESS, (id_t)gettid());
-	if (w->nice == -1 && errno)
-		w->nice = 0;
-	if (w->policy == SCHED_OTHER && w->nice <= 0)
+	int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+	if (nice == -1 && errno)
+		nice = 0;
+	if (policy == SCHED_OTHER && nice <= 0)
 		return;
 	if (sched_setscheduler(0, SCHED_OTHER, &sp) || setpriority(PRIO_PROCESS, (id_t)gettid(), 0))
-		pr_debug("huge-page collapse keeps the worker's priority: %m");
-}
-
-static void sched_restore(struct lr_engine *e, const struct sched_was *w)
-{
-	if (w->policy < 0 || (w->policy == SCHED_OTHER && w->nice <= 0))
-		return;
-	if (setpriority(PRIO_PROCESS, (id_t)gettid(), w->nice))
-		pr_debug("collapse: can't set nice %d back: %m", w->nice);
-	/* lr_prefetch_stop() raises the workers to join them: idle time only would be for good */
-	if (lr_stage(e) < STAGE_STOPPING)
-		sched_setscheduler(0, w->policy, &w->sp);
+		pr_debug("huge-page collapses keep the sweeping thread's priority: %m");
 }
 
 /*
@@ -301,7 +283,6 @@ static void collapse(struct lr_engine *e, struct lr_thp *h, size_t i, uint64_t s
 {
 	struct iovec iov = {.iov_base = (void *)(uintptr_t)s, .iov_len = n * THP_SIZE};
 	struct thp_task *tt = &h->v[i];
-	struct sched_was was;
 	unsigned marked = 0;
 	long r;
 
@@ -313,14 +294,12 @@ static void collapse(struct lr_engine *e, struct lr_thp *h, size_t i, uint64_t s
 	uint32_t vpid = tt->t->vpid;
 	bool serve = h->inline_sweep;
 	pthread_mutex_unlock(&h->lock);
-	sched_raise(&was);
 	double t0 = lr_now();
 	do
 		r = syscall(SYS_process_madvise, pidfd, &iov, 1, MADV_COLLAPSE, 0);
 	while (r < 0 && errno == EINTR);
 	int er = errno;
 	double ms = (lr_now() - t0) * 1e3;
-	sched_restore(e, &was);
 	__atomic_fetch_add(&e->stats.thp_collapse_ns, (uint64_t)(ms * 1e6), __ATOMIC_RELAXED);
 	if (serve)
 		serve_faults(e);
@@ -496,6 +475,7 @@ static long task_huge_kib(const struct thp_task *tt)
 /* The deferred claims, then every eligible extent not collapsed yet; AnonHugePages per task. */
 static void sweep(struct lr_engine *e, struct lr_thp *h)
 {
+	program_priority();
 	drain(e, h);
 	pthread_mutex_lock(&h->lock);
 	/* Extents completed by faults: their run-time address is their dump-time one unless remapped. */
@@ -536,9 +516,7 @@ static void *sweeper(void *arg)
 {
 	struct lr_engine *e = arg;
 	struct lr_thp *h = e->thp;
-	struct sched_was was;
 
-	sched_raise(&was); /* the program's priority, whatever the fault thread's was */
 	sweep(e, h);
 	__atomic_store_n(&h->swept, true, __ATOMIC_SEQ_CST);
 	lr_engine_kick(e);
@@ -549,7 +527,7 @@ bool lr_thp_sweep_start(struct lr_engine *e)
 {
 	struct lr_thp *h = __atomic_load_n(&e->thp, __ATOMIC_ACQUIRE);
 
-	if (!h)
+	if (!h || !__atomic_load_n(&h->nr, __ATOMIC_ACQUIRE)) /* no task with an eligible extent */
 		return false;
 	if (!e->remote) {
 		if (!pthread_create(&h->sweeper, NULL, sweeper, e)) {
