@@ -85,7 +85,6 @@ struct lr_remote {
 	 * to none while an urgent answer is due; a fault on a page in flight
 	 * waits for it (asked again, it would only queue behind it).
 	 */
-	bool serial;
 	uint64_t slimit;		/* serial: background bytes in flight, in requests of half of it */
 	double last_fault;		/* when the latest fault asked for pages */
 	unsigned urgent;		/* urgent requests in flight */
@@ -328,13 +327,13 @@ static void pump_locked(struct lr_engine *e)
 {
 	struct lr_remote *rm = e->remote;
 	int st = lr_stage(e);
+	bool serial = serial_now(e);
 
-	rm->serial = serial_now(e);
 	while (st >= STAGE_FINISHED && st < STAGE_STOPPING) {
 		struct lr_claim c = {0};
 		uint64_t len = PREFETCH_CHUNK;
 
-		if (rm->serial) {
+		if (serial) {
 			uint64_t cap = serial_cap(rm), lim = rm->slimit < cap ? rm->slimit : cap;
 
 			len = lim / 2 < SERIAL_FAULT ? SERIAL_FAULT : lim / 2 & ~(uint64_t)(PAGE - 1);
