@@ -395,6 +395,48 @@ static void *toucher(void *arg)
 	return NULL;
 }
 
+/* m's bytes: pattern() of each word's dump-time address, the mapping at area. */
+static void source_init(struct mem_source *m, uint8_t *area, bool copies)
+{
+	m->vaddr = (uintptr_t)area;
+	m->data = malloc(AREA);
+	assert_non_null(m->data);
+	for (uint64_t o = 0; o < AREA; o += sizeof(uint64_t))
+		*(uint64_t *)(m->data + o) = pattern(m->vaddr + o);
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	snprintf(m->base.choice.why, sizeof(m->base.choice.why), "test");
+	m->base.choice.kind = copies ? PAGE_SOURCE_READ : PAGE_SOURCE_MAP;
+	m->base.choice.step = 256 << 10;
+}
+
+static void source_fini(struct mem_source *m)
+{
+	free(m->data);
+	pthread_mutex_destroy(&m->lock);
+	pthread_cond_destroy(&m->cond);
+}
+
+/* The images of one task whose one VMA (madvise bits madv) is all lazy pages. */
+struct image {
+	struct img_vma vma;
+	struct img_pme pme;
+	struct img_mm mm;
+};
+
+static void image_init(struct image *im, uint64_t vaddr, uint64_t madv)
+{
+	im->vma = (struct img_vma){.start = vaddr,
+				   .end = vaddr + AREA,
+				   .prot = PROT_READ | PROT_WRITE,
+				   .flags = MAP_PRIVATE | MAP_ANONYMOUS,
+				   .madv = madv,
+				   .status = 1};
+	im->pme = (struct img_pme){.vaddr = vaddr, .nr_pages = AREA / PG, .flags = IMG_PE_LAZY | IMG_PE_PRESENT};
+	im->mm = (struct img_mm){
+	    .pid = 1, .nr_vmas = 1, .vmas = &im->vma, .nr_pmes = 1, .pmes = &im->pme, .pages_bytes = AREA};
+}
+
 enum how { COPIES, MAPS, ASYNC, SERIAL };
 
 static void run_row(const struct row *row, enum how how)
@@ -427,27 +469,12 @@ static void run_row(const struct row *row, enum how how)
 				      .mode = UFFDIO_REGISTER_MODE_MISSING};
 	assert_int_equal(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
 
-	m->vaddr = (uintptr_t)area;
-	m->data = malloc(AREA);
-	assert_non_null(m->data);
-	for (uint64_t o = 0; o < AREA; o += sizeof(uint64_t))
-		*(uint64_t *)(m->data + o) = pattern(m->vaddr + o);
+	source_init(m, area, copies);
 	m->armed = true;
-	pthread_mutex_init(&m->lock, NULL);
-	pthread_cond_init(&m->cond, NULL);
-	snprintf(m->base.choice.why, sizeof(m->base.choice.why), "test");
-	m->base.choice.kind = copies ? PAGE_SOURCE_READ : PAGE_SOURCE_MAP;
-	m->base.choice.step = 256 << 10;
 	if (async)
 		assert_int_equal(pthread_create(&as.th, NULL, async_thread, &as), 0);
-
-	struct img_vma vma = {.start = m->vaddr,
-			      .end = m->vaddr + AREA,
-			      .prot = PROT_READ | PROT_WRITE,
-			      .flags = MAP_PRIVATE | MAP_ANONYMOUS,
-			      .status = 1};
-	struct img_pme pme = {.vaddr = m->vaddr, .nr_pages = AREA / PG, .flags = IMG_PE_LAZY | IMG_PE_PRESENT};
-	struct img_mm mm = {.pid = 1, .nr_vmas = 1, .vmas = &vma, .nr_pmes = 1, .pmes = &pme, .pages_bytes = AREA};
+	struct image im;
+	image_init(&im, m->vaddr, 0);
 
 	struct lr_engine_opts o = {.workers = 1, .faults_only = !row->own};
 	r.e = lr_engine_create(&m->base, &o);
@@ -455,7 +482,7 @@ static void run_row(const struct row *row, enum how how)
 	/* the restore is "over" (the fault thread prefetches too) only when the test says so */
 	assert_int_equal(pipe2(over, O_CLOEXEC), 0);
 	assert_int_equal(lr_engine_watch_restore(r.e, over[0]), 0);
-	assert_int_equal(lr_engine_add_task(r.e, 1, 0, uffd, &mm), 0);
+	assert_int_equal(lr_engine_add_task(r.e, 1, 0, uffd, &im.mm), 0);
 	m->engine = r.e;
 	pthread_mutex_lock(&m->lock); /* before the marker: the fault thread reads no page before it */
 	assert_int_equal(pthread_create(&th, NULL, run_engine, &r), 0);
@@ -590,9 +617,7 @@ static void run_row(const struct row *row, enum how how)
 	} else {
 		munmap(area, AREA);
 	}
-	free(m->data);
-	pthread_mutex_destroy(&m->lock);
-	pthread_cond_destroy(&m->cond);
+	source_fini(m);
 }
 
 /* The engine paces a source that answers in order (remote.c: serial); every row's words, and no page asked twice. */
@@ -653,30 +678,14 @@ static void test_huge_pages(void **state)
 	struct uffdio_register reg = {.range = {.start = (uintptr_t)area, .len = AREA},
 				      .mode = UFFDIO_REGISTER_MODE_MISSING};
 	assert_int_equal(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
-	m.vaddr = (uintptr_t)area;
-	m.data = malloc(AREA);
-	assert_non_null(m.data);
-	for (uint64_t o = 0; o < AREA; o += sizeof(uint64_t))
-		*(uint64_t *)(m.data + o) = pattern(m.vaddr + o);
-	pthread_mutex_init(&m.lock, NULL);
-	pthread_cond_init(&m.cond, NULL);
-	snprintf(m.base.choice.why, sizeof(m.base.choice.why), "test");
-	m.base.choice.kind = PAGE_SOURCE_READ;
-	m.base.choice.step = 256 << 10;
-
-	struct img_vma vma = {.start = m.vaddr,
-			      .end = m.vaddr + AREA,
-			      .prot = PROT_READ | PROT_WRITE,
-			      .flags = MAP_PRIVATE | MAP_ANONYMOUS,
-			      .madv = 1ULL << MADV_HUGEPAGE,
-			      .status = 1};
-	struct img_pme pme = {.vaddr = m.vaddr, .nr_pages = AREA / PG, .flags = IMG_PE_LAZY | IMG_PE_PRESENT};
-	struct img_mm mm = {.pid = 1, .nr_vmas = 1, .vmas = &vma, .nr_pmes = 1, .pmes = &pme, .pages_bytes = AREA};
+	source_init(&m, area, true);
+	struct image im;
+	image_init(&im, m.vaddr, 1ULL << MADV_HUGEPAGE);
 	struct lr_engine_opts o = {.workers = 1};
 	r.e = lr_engine_create(&m.base, &o);
 	assert_non_null(r.e);
 	m.engine = r.e;
-	assert_int_equal(lr_engine_add_task(r.e, 1, getpid(), uffd, &mm), 0);
+	assert_int_equal(lr_engine_add_task(r.e, 1, getpid(), uffd, &im.mm), 0);
 	assert_int_equal(pthread_create(&th, NULL, run_engine, &r), 0);
 	lr_engine_restore_finished(r.e);
 	for (int pass = 0; pass < 4; pass++) /* faults, then reads of installed and collapsing extents */
@@ -692,9 +701,7 @@ static void test_huge_pages(void **state)
 	assert_int_equal(r.stats.thp_collapsed, AREA / CHUNK);
 	assert_true(after - before >= (long)(AREA >> 10));
 	munmap(raw, AREA + CHUNK);
-	free(m.data);
-	pthread_mutex_destroy(&m.lock);
-	pthread_cond_destroy(&m.cond);
+	source_fini(&m);
 }
 
 int main(void)
