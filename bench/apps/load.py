@@ -47,6 +47,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 
@@ -117,12 +118,24 @@ def fill(a):
 
 
 def restore(cmd, bound):
+    # A blocking wait, bounded by a timer: Popen.wait(timeout=) polls with
+    # sleeps doubling up to 50 ms, which rounded the restore's return (and the
+    # load's start) up to the next poll.
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        rc = p.wait(timeout=bound)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
+    late = threading.Event()
+
+    def kill():
+        late.set()
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:  # it ended meanwhile
+            pass
+
+    timer = threading.Timer(bound, kill)
+    timer.start()
+    rc = p.wait()
+    timer.cancel()
+    if late.is_set():
         raise RuntimeError("%s: still running after %d s, killed" % (cmd[0], bound))
     if rc:
         raise RuntimeError("%s exited with %d" % (cmd[0], rc))
