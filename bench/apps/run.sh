@@ -8,8 +8,9 @@
 #   ours+ws ours with the dump's working set (recorded once, beforehand, by a
 #           restore with --record-ws under the same load)
 # and, before the dump, the same load on the program as it runs ("live").
-# --modes picks some of them; mode "base" is "ours" run by LR_BASE=another build
-# of lazyrestore (an A/B of two builds, interleaved in one run); LR_ARGS adds
+# --modes picks some of them; modes "base" and "base+ws" are "ours" and "ours+ws"
+# run by LR_BASE=another build of lazyrestore (an A/B of two builds, interleaved
+# in one run); LR_ARGS adds
 # options to ours' and base's command line (-v4: the collapses with their times).
 # The apps: redis (redis-server), memcached (memcached -L: its memory
 # preallocated with MADV_HUGEPAGE) and pydict (bench/apps/pydict.py: a python
@@ -152,12 +153,14 @@ one() {
 	case $mode in
 	eager) lazy=() ;;
 	stock) start_daemon "$name" "$CRIU" || return 1 ;;
-	ours | ours+ws | record | base)
+	ours | ours+ws | record | base | base+ws)
 		local bin=$LAZYRESTORE
 		[ "$mode" = record ] && extra=(--record-ws)
-		[ "$mode" = base ] && bin=${LR_BASE:?mode base needs LR_BASE=another build of lazyrestore}
-		if [ "$mode" = ours ] || [ "$mode" = base ]; then mv -f "$d/img/lazyrestore-ws.img" "$d/ws.off" 2>/dev/null || true; fi
-		if [ "$mode" = ours+ws ]; then mv -f "$d/ws.off" "$d/img/lazyrestore-ws.img" 2>/dev/null || true; fi
+		case $mode in base*) bin=${LR_BASE:?mode $mode needs LR_BASE=another build of lazyrestore} ;; esac
+		case $mode in
+		ours | base) mv -f "$d/img/lazyrestore-ws.img" "$d/ws.off" 2>/dev/null || true ;;
+		*+ws) mv -f "$d/ws.off" "$d/img/lazyrestore-ws.img" 2>/dev/null || true ;;
+		esac
 		# shellcheck disable=SC2086 # LR_ARGS: options for ours, split as a shell does
 		start_daemon "$name" "$bin" --stats "stats-$name.json" "${extra[@]}" ${LR_ARGS:-} || return 1 ;;
 	esac

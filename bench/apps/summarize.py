@@ -78,6 +78,8 @@ for app in rows:
     ratio(app, "first reply", "first_reply_s", "ours", "eager")
     ratio(app, "p99 first 1s", "p99_us_1s", "ours+ws", "stock")
     ratio(app, "p99 first 1s", "p99_us_1s", "ours", "stock")
+    for m in ("base+ws", "base"):  # an A/B of two builds (run.sh's LR_BASE)
+        ratio(app, "p99 first 1s", "p99_us_1s", m, "stock")
     for m in ("ours+ws", "ours", "eager"):
         ratio(app, "p50 settled", "p50_us_settled", m, "live")
         ratio(app, "p99 settled", "p99_us_settled", m, "live")
