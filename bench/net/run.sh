@@ -81,6 +81,7 @@ raw=$out/raw.tsv
 links=$out/links.tsv
 printf 'link\tsize_mib\tprogram\tdaemon\trep\trestore_s\tresident_s\tp50_us\tp99_us\tfault_p50_us\tfault_p99_us\tfaults\tsource\n' >"$raw"
 printf 'link\trtt_p50_us\trtt_p99_us\tstream_mbit_s\tloaded_rtt_p50_us\tloaded_rtt_p99_us\tloaded_mbit_s\n' >"$links"
+host_noise "before the runs"
 nsa=lrnetA$$ nsb=lrnetB$$ dev=lrd0 addr_a=10.199.0.1 addr_b=10.199.0.2
 
 now() { date +%s.%N; }
@@ -322,4 +323,5 @@ for size in $sizes; do
 	w=
 done
 
+host_noise "after the runs"
 /usr/bin/python3 "$here/table.py" "$raw" "$links" | tee "$out/table.txt"

@@ -69,6 +69,7 @@ raw=$out/raw.tsv
 printf 'size_mib\ttouches\tprogram\tdaemon\trep\trestore_s\tresident_s\tp50_us\tp99_us\tfault_p50_us\tfault_p99_us\tfaults\n' >"$raw"
 floor=$out/floor.tsv
 printf 'size_mib\tkind\tstep_kib\tthreads\trep\tseconds\tgbps\tcpu_s\n' >"$floor"
+host_noise "before the runs"
 
 now() { date +%s.%N; }
 
@@ -163,4 +164,5 @@ for row in $rows; do
 	w=
 done
 
+host_noise "after the runs"
 /usr/bin/python3 "$here/summarize.py" tables "$raw" "$floor" | tee "$out/table.txt"

@@ -118,6 +118,7 @@ one_run() {
 
 echo "bench/runc: $(date -u '+%F %T') UTC, $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1), Linux $(uname -r), commit $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "sizes: $sizes; reps: $reps; variants (rotated each rep): $variants"
+host_noise "before the runs"
 printf 'size_mib\tvariant\trep\trss_mib\tdowntime_s\tresident_s\tcheckpoint_s\trestore_s\n'
 read -r -a vs <<<"$variants"
 for size in $sizes; do
@@ -128,4 +129,5 @@ for size in $sizes; do
 		done
 	done
 done
+host_noise "after the runs"
 /usr/bin/python3 "$here/summarize.py" "$raw" | tee "$out/table.txt"

@@ -13,6 +13,11 @@ fail() { echo "FAIL: $1: $2"; failures=$((failures + 1)); }
 skip() { echo "SKIP: $1: $2"; }
 finish() { exit $((failures > 0)); }
 
+# For benchmarks: how quiet the machine is right now (bench/noise), as a line "WHEN: host noise: ...".
+host_noise() {
+	echo "$1: $("$BUILD/bench/noise" 3 2>&1 || echo "host noise: not measured")"
+}
+
 # A fresh scratch directory under build/test-work, removed by cleanup unless KEEP=1.
 scratch() {
 	local d=$BUILD/test-work/$1
