@@ -21,10 +21,10 @@
 struct probe {
 	int cpu;
 	double secs;
-	double longest;	  /* s */
-	long over_100us;  /* gaps longer than 100 us */
-	long over_1ms;	  /* ... and than 1 ms */
-	double stalled;	  /* s, sum of the gaps over 100 us */
+	double longest;	 /* s */
+	long over_100us; /* gaps longer than 100 us */
+	long over_1ms;	 /* ... and than 1 ms */
+	double stalled;	 /* s, sum of the gaps over 100 us */
 	int err;
 };
 
