@@ -50,11 +50,11 @@ static void sched_boost(pid_t tid)
 }
 
 /* Back to idle time, unless lr_prefetch_stop() began: then idle would be for good. */
-static void enter_idle(struct lr_engine *e)
+static void enter_idle(struct lr_engine *e, pid_t tid)
 {
-	sched_idle(gettid(), true);
-	if (lr_stage(e) >= STAGE_STOPPING) /* lr_prefetch_stop() may have raised us just before */
-		sched_idle(gettid(), false);
+	sched_idle(tid, true);
+	if (lr_stage(e) >= STAGE_STOPPING) /* lr_prefetch_stop() may have raised it just before */
+		sched_idle(tid, false);
 }
 
 /*
@@ -76,6 +76,13 @@ static bool claim(struct lr_engine *e, struct lr_claim *c)
 	return got;
 }
 
+/* A raised worker back to idle time, by whichever of it and the fault thread takes the flag. */
+static void unboost(struct lr_worker *w, pid_t tid)
+{
+	if (__atomic_exchange_n(&w->boosted, false, __ATOMIC_SEQ_CST) && lr_stage(w->e) < STAGE_STOPPING)
+		enter_idle(w->e, tid);
+}
+
 /*
  * A worker inside a task's gate holds up the fault thread's read of that uffd.
  * Preempted there in SCHED_IDLE, it would wait until a core has nothing else
@@ -88,16 +95,15 @@ static void gate_enter(struct lr_worker *w, struct lr_task *t)
 {
 	__atomic_store_n(&w->in_gate, t, __ATOMIC_SEQ_CST);
 	lr_gate_copy_enter(&t->gate);
+	/* raised while it waited to enter: the reader that wanted it out is gone */
+	unboost(w, __atomic_load_n(&w->tid, __ATOMIC_RELAXED));
 }
 
 static void gate_exit(struct lr_worker *w, struct lr_task *t)
 {
-	struct lr_engine *e = w->e;
-
 	lr_gate_copy_exit(&t->gate);
 	__atomic_store_n(&w->in_gate, NULL, __ATOMIC_SEQ_CST);
-	if (__atomic_exchange_n(&w->boosted, false, __ATOMIC_SEQ_CST) && lr_stage(e) < STAGE_STOPPING)
-		enter_idle(e);
+	unboost(w, __atomic_load_n(&w->tid, __ATOMIC_RELAXED));
 }
 
 struct gate_stall {
@@ -113,9 +119,16 @@ static void raise_gate_holders(void *arg)
 		struct lr_worker *w = &gs->e->workers[i];
 		if (__atomic_load_n(&w->in_gate, __ATOMIC_SEQ_CST) != gs->t)
 			continue;
-		/* raised first, flagged after: a worker that misses the flag stays raised a while */
-		sched_boost(__atomic_load_n(&w->tid, __ATOMIC_SEQ_CST));
+		/*
+		 * Raised first, flagged after, so that its own unboost() comes after
+		 * the raise; if it left the gate in between (and missed the flag), the
+		 * flag is taken back here: a worker never stays raised past its gate.
+		 */
+		pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_SEQ_CST);
+		sched_boost(tid);
 		__atomic_store_n(&w->boosted, true, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&w->in_gate, __ATOMIC_SEQ_CST) != gs->t)
+			unboost(w, tid);
 	}
 }
 
@@ -223,7 +236,7 @@ static void *worker(void *arg)
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
 		pr_debug("prefetch worker keeps its priority: %m");
 	__atomic_store_n(&w->tid, gettid(), __ATOMIC_SEQ_CST);
-	enter_idle(e);
+	enter_idle(e, gettid());
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		while (lr_stage(e) < STAGE_STOPPING && !(lr_stage(e) >= STAGE_FINISHED && lr_pending_work(e)))
