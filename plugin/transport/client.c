@@ -695,6 +695,21 @@ static int conn_read(struct psc *c, struct conn *k, char *why, size_t len)
 	return 0;
 }
 
+/*
+ * A send to k failed (why): a peer that closed on us may have said why first,
+ * in answers still unread (a wrong one is the error to report, not the
+ * broken pipe it left).  -2 with why replaced if so, else -1.
+ */
+static int said_why(struct psc *c, struct conn *k, char *why, size_t len)
+{
+	char said[ERR_LEN];
+
+	if (conn_read(c, k, said, sizeof(said)) != -2)
+		return -1;
+	snprintf(why, len, "%s", said);
+	return -2;
+}
+
 /* ---- the I/O thread ------------------------------------------------------ */
 
 static bool idle(struct psc *c)
@@ -788,8 +803,10 @@ static void *io_thread(void *arg)
 
 			if (p[i].revents & POLLOUT || k->out_off < k->out_len)
 				r = conn_flush(c, k, why, sizeof(why));
-			if (!r && !(hold && k == bulk) &&
-			    (p[i].revents & (POLLIN | POLLERR | POLLHUP) || lr_io_pending(&k->io)))
+			if (r)
+				r = said_why(c, k, why, sizeof(why));
+			else if (!(hold && k == bulk) &&
+				 (p[i].revents & (POLLIN | POLLERR | POLLHUP) || lr_io_pending(&k->io)))
 				r = conn_read(c, k, why, sizeof(why));
 			if (!r && k->inflight.head && now_ms() - k->last_rx_ms > c->o.stall_ms) {
 				snprintf(why, sizeof(why), "peer %s: offset %llu: no byte for %u ms with answers due",

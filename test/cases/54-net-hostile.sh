@@ -13,8 +13,9 @@ d=$(scratch net-hostile)
 trap 'kill_memhogs "$d"' EXIT
 pid=$(start_memhog "$d" -m 4 -t 1) && criu_dump "$pid" "$d/img" || { fail net-hostile-setup "cannot dump memhog"; finish; }
 
-hostile() { # MODE EXPECTED-TEXT
-	local mode=$1 want=$2 out rc bpid
+hostile() { # MODE EXPECTED-TEXT... (any of them)
+	local mode=$1 out rc bpid w ok=0
+	shift
 	rm -f "$d/port"
 	bad_ps "$d/port" "$mode" &
 	bpid=$!
@@ -25,7 +26,10 @@ hostile() { # MODE EXPECTED-TEXT
 	rc=$?
 	kill "$bpid" 2>/dev/null
 	wait "$bpid" 2>/dev/null
-	if [ $rc -eq 1 ] && [[ $out == *"peer 127.0.0.1:$p: offset "*"$want"* ]] && [[ $out != *verified* ]]; then
+	for w in "$@"; do
+		[[ $out == *"peer 127.0.0.1:$p: offset "*"$w"* ]] && ok=1
+	done
+	if [ $rc -eq 1 ] && [ $ok = 1 ] && [[ $out != *verified* ]]; then
 		pass "net-hostile-$mode"
 	else
 		fail "net-hostile-$mode" "status $rc: $out"
@@ -39,6 +43,7 @@ hostile too-many "pages (asked "
 hostile zero-pages "answer of 0 pages"
 hostile bad-cmd "answer command 0x1 "
 hostile garbage "answer command 0x50545448"
-hostile later-extra "answer at 0x"
+# the answer nobody asked for: taken for the next GET's if one is out by then, else seen as unasked
+hostile later-extra "answer at 0x" "an answer when no request is outstanding"
 hostile cut "124: connection closed with answers due"
 finish
