@@ -213,7 +213,7 @@ command -v redis-server >/dev/null || { echo "redis-server not installed (script
 command -v memcached >/dev/null || { echo "memcached not installed (scripts/deps.sh)" >&2; exit 1; }
 echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs, THP $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled); load:$(uptime | sed 's/.*load average://')"
 for app in $apps; do
-host_noise "before the runs"
+host_noise "before $app"
 	bench "$app" || exit 1
 done
 host_noise "after the runs"
