@@ -10,8 +10,8 @@
 # and, before the dump, the same load on the program as it runs ("live").
 # --modes picks some of them; modes "base" and "base+ws" are "ours" and "ours+ws"
 # run by LR_BASE=another build of lazyrestore (an A/B of two builds, interleaved
-# in one run); LR_ARGS adds
-# options to ours' and base's command line (-v4: the collapses with their times).
+# in one run); LR_ARGS adds options to ours' and base's command line (-v4: the
+# collapses with their times).
 # The apps: redis (redis-server), memcached (memcached -L: its memory
 # preallocated with MADV_HUGEPAGE) and pydict (bench/apps/pydict.py: a python
 # process holding a dict), each filled with --keys values of --size bytes.
@@ -213,7 +213,7 @@ command -v redis-server >/dev/null || { echo "redis-server not installed (script
 command -v memcached >/dev/null || { echo "memcached not installed (scripts/deps.sh)" >&2; exit 1; }
 echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs, THP $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled); load:$(uptime | sed 's/.*load average://')"
 for app in $apps; do
-host_noise "before $app"
+	host_noise "before $app"
 	bench "$app" || exit 1
 done
 host_noise "after the runs"

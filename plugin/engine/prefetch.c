@@ -232,11 +232,13 @@ static void *worker(void *arg)
 	struct lr_engine *e = w->e;
 	struct lr_claim *c = &e->claims[w->slot];
 
+	pid_t tid = gettid();
+
 	/* Background work yields the CPU to the restored program. */
-	if (setpriority(PRIO_PROCESS, (id_t)gettid(), PREFETCH_NICE))
+	if (setpriority(PRIO_PROCESS, (id_t)tid, PREFETCH_NICE))
 		pr_debug("prefetch worker keeps its priority: %m");
-	__atomic_store_n(&w->tid, gettid(), __ATOMIC_SEQ_CST);
-	enter_idle(e, gettid());
+	__atomic_store_n(&w->tid, tid, __ATOMIC_SEQ_CST);
+	enter_idle(e, tid);
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		while (lr_stage(e) < STAGE_STOPPING && !(lr_stage(e) >= STAGE_FINISHED && lr_pending_work(e)))
