@@ -21,23 +21,34 @@ ws_cleanup() {
 at_exit ws_cleanup
 
 # restore_ws NAME IMG DIR PID [daemon options]: restore, let the program read its
-# 256 pages (after the working-set pass when the log will say so), wait for the
-# daemon, check every word.  Sets MINFLT and FAULTED (the pages whose read faulted).
+# 256 pages, wait for the daemon, check every word.  hugetouch -g reads once it
+# finds DIR/go.PID: made before a recording restore, so that the reads start
+# within a millisecond of the program resuming (a fast host's prefetch beats a
+# signal sent after criu returns to every page), and after the working-set pass
+# otherwise.  Sets MINFLT and FAULTED (the pages whose read faulted).
 restore_ws() {
-	local name=$1 img=$2 dir=$3 p=$4 res
+	local name=$1 img=$2 dir=$3 p=$4 res rec=
 	shift 4
+	[[ " $* " == *" --record-ws "* ]] && rec=1
 	MINFLT=
 	FAULTED=
 	wait_tree_gone "$img" || { fail "$name" "dumped pids still in use"; return 1; }
+	rm -f "$dir/touched.$p" "$dir/go.$p"
+	[ -n "$rec" ] && : >"$dir/go.$p"
 	lazy_restore "$name" "$LAZYRESTORE" "$img" "$@" || return 1
-	if [ -s "$img/lazyrestore-ws.img" ] && [[ " $* " != *" --record-ws "* ]] &&
+	if [ -s "$img/lazyrestore-ws.img" ] && [ -z "$rec" ] &&
 		! grep -q 'ignored' "$img/lazy-pages-$name.log"; then
 		_bound_poll 30 grep -q 'working set installed' "$img/lazy-pages-$name.log" ||
 			fail "$name-ws-pass" "no 'working set installed' line in lazy-pages-$name.log"
 	fi
-	if res=$(ask "$dir" "$p" USR2 touched "$name-touch"); then
+	[ -n "$rec" ] || : >"$dir/go.$p"
+	if ! wait_for_file "$dir/touched.$p" 120; then
+		fail "$name-touch" "task $p wrote no touched"
+	elif res=$(cat "$dir/touched.$p") && [[ $res == OK* ]]; then
 		MINFLT=$(sed -n 's/.*minflt \([0-9]*\).*/\1/p' <<<"$res")
 		FAULTED=${res#*faulted}
+	else
+		fail "$name-touch" "task $p: $res"
 	fi
 	daemon_ok "$name" "$img"
 	# ask's FAIL line (wrong words) is printed, not swallowed with its OK answer
@@ -47,11 +58,11 @@ restore_ws() {
 }
 
 # -N: no huge pages, whose collapses after the restore would add minor faults to the reads
-pid=$(start_hugetouch "$d" -m 64 -w 256 -N) || { fail lazy-ws "hugetouch did not start"; finish; }
+pid=$(start_hugetouch "$d" -m 64 -w 256 -N -g) || { fail lazy-ws "hugetouch did not start"; finish; }
 criu_dump "$pid" "$d/img" || { fail lazy-ws-dump "$(first_err "$d/img/dump.log")"; finish; }
 
 # The reads race the fault thread's own prefetch of the 64 MiB: a restore in
-# which the prefetch won every page records no read, and shows nothing; again then.
+# which the prefetch still won every page records no read, and shows nothing; again then.
 for try in 1 2 3; do
 	restore_ws lazy-ws-record "$d/img" "$d" "$pid" --record-ws --workers 0
 	m1=$MINFLT
@@ -87,7 +98,7 @@ fi
 
 # A foreign file: another dump of the same program must not take it.
 d2=$(scratch lazy-ws-foreign)
-pid2=$(start_hugetouch "$d2" -m 64 -w 256) || { fail lazy-ws-foreign "hugetouch did not start"; finish; }
+pid2=$(start_hugetouch "$d2" -m 64 -w 256 -g) || { fail lazy-ws-foreign "hugetouch did not start"; finish; }
 criu_dump "$pid2" "$d2/img" || { fail lazy-ws-foreign-dump "$(first_err "$d2/img/dump.log")"; finish; }
 cp "$d/img/lazyrestore-ws.img" "$d2/img/" 2>/dev/null
 restore_ws lazy-ws-foreign "$d2/img" "$d2" "$pid2" --workers 0

@@ -2,7 +2,7 @@
 /*
  * hugetouch: a dump target with one MADV_HUGEPAGE region of known bytes.
  *
- *   hugetouch -d DIR [-m MIB] [-w PAGES] [-N]
+ *   hugetouch -d DIR [-m MIB] [-w PAGES] [-N] [-g]
  *
  * Maps MIB (default 64) MiB 2 MiB-aligned, madvise(MADV_HUGEPAGE) (not with
  * -N: for tests that count the minor faults of a read, which the collapse of
@@ -17,6 +17,10 @@
  *            one; then the page indices whose read faulted) or "BAD ...".
  *   SIGUSR1  checks every word and writes DIR/result.<pid>:
  *            "OK pages N AnonHugePages KIB kB" or "BAD addr want got".
+ * With -g it also looks for DIR/go.<pid> every millisecond and, once there,
+ * removes it and reads as on SIGUSR2: a test that makes the file before a
+ * restore has the reads start within a millisecond of the program resuming,
+ * before a fast prefetch can have installed every page.
  * SIGTERM ends it.
  */
 #include <signal.h>
@@ -26,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test/progs/pattern.h"
@@ -40,6 +45,7 @@ static volatile sig_atomic_t check_requested, touch_requested, stop_requested;
 static uint8_t *region;
 static size_t region_len, ws_pages = 256;
 static const char *dir;
+static char go_path[256];
 
 static void on_signal(int sig)
 {
@@ -128,11 +134,13 @@ int main(int argc, char **argv)
 {
 	size_t mib = 64;
 	char buf[64];
-	int opt, huge = 1;
+	int opt, huge = 1, go = 0;
 
-	while ((opt = getopt(argc, argv, "d:m:w:N")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:w:Ng")) != -1) {
 		if (opt == 'N')
 			huge = 0;
+		else if (opt == 'g')
+			go = 1;
 		else if (opt == 'd')
 			dir = optarg;
 		else if (opt == 'm')
@@ -143,7 +151,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if (!dir || !mib || mib % 2) {
-		fprintf(stderr, "usage: hugetouch -d DIR [-m MIB (even)] [-w PAGES] [-N]\n");
+		fprintf(stderr, "usage: hugetouch -d DIR [-m MIB (even)] [-w PAGES] [-N] [-g]\n");
 		return 2;
 	}
 	region_len = mib << 20;
@@ -165,9 +173,17 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	snprintf(buf, sizeof(buf), "before %ld", region_thp_kib());
 	prog_write_file(dir, "thp", buf);
+	snprintf(go_path, sizeof(go_path), "%s/go.%d", dir, (int)getpid());
 	prog_write_file(dir, "ready", "");
 	while (!stop_requested) {
-		pause();
+		if (go) {
+			struct timespec ms = {0, 1000000};
+			nanosleep(&ms, NULL);
+			if (unlink(go_path) == 0)
+				touch_requested = 1;
+		} else {
+			pause();
+		}
 		if (touch_requested) {
 			touch_requested = 0;
 			touch();
