@@ -16,6 +16,7 @@ struct lr_daemon_opts {
 	unsigned workers;
 	uint64_t prefetch_step;		   /* largest background step, bytes; 0 = the probe's */
 	enum page_source_kind page_source; /* AUTO: probe this host */
+	int workers_beside_faults;	   /* -1 auto (probe this host), 0 no (wait for a calm spell), 1 yes */
 	bool progress;
 	bool no_supervisor; /* run the engine in this process (no restart on a crash) */
 	/* --page-server: pages from address:port, not from the images dir's pages files */

@@ -28,6 +28,8 @@
 struct dump {
 	struct img_dump img; /* the dump itself (images/) */
 	struct page_source_choice choice;
+	bool workers_calm; /* workers wait for a calm spell: the option or the sibling probe */
+	char workers_why[200];
 };
 
 struct session {
@@ -174,7 +176,11 @@ static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opt
 {
 	struct page_source *src = open_source(d, o);
 	struct session s = {.d = d, .cfd = cfd, .peer = peer};
-	struct lr_engine_opts eo = {.workers = o->workers, .prefetch_step = o->prefetch_step, .progress = o->progress};
+	struct lr_engine_opts eo = {.workers = o->workers,
+				    .prefetch_step = o->prefetch_step,
+				    .progress = o->progress,
+				    .workers_calm = d->workers_calm,
+				    .workers_why = d->workers_why};
 	pthread_t th;
 	int ret = -1;
 
@@ -211,6 +217,8 @@ static int resume(struct dump *d, const struct lr_daemon_opts *o, struct lr_sv *
 	struct lr_engine_opts eo = {.workers = o->workers,
 				    .prefetch_step = o->prefetch_step,
 				    .progress = o->progress,
+				    .workers_calm = d->workers_calm,
+				    .workers_why = d->workers_why,
 				    .new_task = new_task,
 				    .arg = sv,
 				    .journal = &sv->j};
@@ -280,6 +288,21 @@ static int accept_and_serve(struct dump *d, int lfd, const struct lr_daemon_opts
 	lr_sv_fini(&sv);
 	return ret;
 }
+/* Whether workers copy while faults come: the option, else the sibling probe (local pages only). */
+static void choose_workers(struct dump *d, const struct lr_daemon_opts *o)
+{
+	if (!o->workers)
+		return;
+	if (o->workers_beside_faults >= 0) {
+		d->workers_calm = !o->workers_beside_faults;
+		snprintf(d->workers_why, sizeof(d->workers_why), "--workers-beside-faults %s",
+			 d->workers_calm ? "no" : "yes");
+	} else {
+		d->workers_calm = !lr_probe_workers_share(d->workers_why, sizeof(d->workers_why));
+	}
+	pr_info("prefetch workers: %s", d->workers_why);
+}
+
 int lr_daemon_run(const struct lr_daemon_opts *o)
 {
 	char images[PATH_MAX];
@@ -304,6 +327,7 @@ int lr_daemon_run(const struct lr_daemon_opts *o)
 	if (!o->page_server) {
 		file_source_probe(d.img.dir, d.img.mms, d.img.nr_alive, o->page_source, &d.choice);
 		pr_info("page source: %s", d.choice.why);
+		choose_workers(&d, o);
 	}
 	lfd = lr_handoff_listen();
 	if (lfd < 0)

@@ -35,6 +35,7 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 		e->o.prefetch_step = PREFETCH_STEP_MIN;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->work, NULL);
+	pthread_cond_init(&e->calm, NULL);
 	if (page_source_async(src) && lr_remote_create(e)) {
 		free(e);
 		return NULL;
@@ -71,6 +72,8 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 			(unsigned long long)e->o.prefetch_step >> 10);
 	snprintf(e->stats.source, sizeof(e->stats.source), "%s", page_source_kind_name(src->choice.kind));
 	snprintf(e->stats.source_why, sizeof(e->stats.source_why), "%s", src->choice.why);
+	e->stats.workers_calm = e->o.workers_calm;
+	snprintf(e->stats.workers_why, sizeof(e->stats.workers_why), "%s", e->o.workers_why ? e->o.workers_why : "");
 	e->stats.step_max = e->o.prefetch_step;
 	e->stats.t_start = lr_now();
 	return e;
@@ -294,7 +297,7 @@ int lr_engine_run(struct lr_engine *e)
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		bool stop = lr_stage(e) >= STAGE_STOPPING, done = all_done(e);
-		int over_in = restore_over_in(e);
+		int over_in = restore_over_in(e), calm_in = lr_prefetch_calm_in(e);
 		if (progress)
 			draw_progress(e);
 		pthread_mutex_unlock(&e->lock);
@@ -313,6 +316,8 @@ int lr_engine_run(struct lr_engine *e)
 		int timeout = busy || ws_busy ? 0 : progress ? 200 : -1;
 		if (over_in > 0 && (timeout < 0 || over_in < timeout))
 			timeout = over_in;
+		if (calm_in > 0 && (timeout < 0 || calm_in < timeout))
+			timeout = calm_in;
 		int n = epoll_wait(e->epfd, evs, 32, timeout);
 		if (n < 0 && errno != EINTR) {
 			pr_perror("epoll_wait");

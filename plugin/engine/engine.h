@@ -20,10 +20,12 @@
 struct lr_engine;
 
 struct lr_engine_opts {
-	unsigned workers;	/* prefetch threads besides the fault thread */
-	bool faults_only;	/* the fault thread does not prefetch between faults (workers 0: no prefetch) */
-	uint64_t prefetch_step; /* bytes per prefetch UFFDIO_COPY; 0 = PREFETCH_STEP */
-	bool progress;		/* draw a progress line on stderr */
+	unsigned workers;	 /* prefetch threads besides the fault thread */
+	bool faults_only;	 /* the fault thread does not prefetch between faults (workers 0: no prefetch) */
+	bool workers_calm;	 /* workers start a step only after PREFETCH_CALM_NS with no fault served */
+	const char *workers_why; /* what chose workers_calm, for the log and stats; may be NULL */
+	uint64_t prefetch_step;	 /* bytes per prefetch UFFDIO_COPY; 0 = PREFETCH_STEP */
+	bool progress;		 /* draw a progress line on stderr */
 	/*
 	 * Called for each new task (hand-off or UFFD_EVENT_FORK), in index order,
 	 * before the engine acts on its uffd: the supervisor keeps a dup.
@@ -45,6 +47,13 @@ struct lr_resume_task {
 	uint64_t fork_pos;
 	const struct img_mm *mm; /* NULL for fork children */
 };
+
+/*
+ * Whether workers may copy while the program faults on this host (cpuprobe.c):
+ * false where a thread of ours runnable on a faulting thread's CPU makes its
+ * faults much slower.  why says what was measured.
+ */
+bool lr_probe_workers_share(char *why, size_t len);
 
 struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engine_opts *o);
 void lr_engine_destroy(struct lr_engine *e);

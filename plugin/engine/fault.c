@@ -118,6 +118,7 @@ void lr_account_fault(struct lr_engine *e, uint64_t installed, double t0)
 	double now = lr_now();
 
 	__atomic_fetch_add(&e->fault_seq, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->last_fault_ns, (uint64_t)(now * 1e9), __ATOMIC_RELAXED);
 	pthread_mutex_lock(&e->lock);
 	e->stats.faults++;
 	if (installed) {

@@ -32,10 +32,12 @@
  */
 #define PREFETCH_PIECE_NEAR (16UL << 10)
 #define PREFETCH_CALM_STEPS 8
-#define MAX_WORKERS	    8
-#define PREFETCH_NICE	    10
-#define OWN_CLAIM	    MAX_WORKERS /* the fault thread's own prefetch claim */
-#define NR_CLAIMS	    (MAX_WORKERS + 1)
+/* with opts.workers_calm: the spell without a fault served before a worker's step */
+#define PREFETCH_CALM_NS 1000000ULL
+#define MAX_WORKERS	 8
+#define PREFETCH_NICE	 10
+#define OWN_CLAIM	 MAX_WORKERS /* the fault thread's own prefetch claim */
+#define NR_CLAIMS	 (MAX_WORKERS + 1)
 /* how long after the marker a criu that stays (no -d) is taken as done with the tasks */
 #define RESTORE_OVER_MS 200
 
@@ -75,7 +77,9 @@ enum lr_stage {
  * lr_engine
  *   tasks nr_tasks cap_tasks        lock
  *   src o epfd wakefd               constant after lr_engine_create(); restore_fd before run
- *   fault_buf                       fault thread only; fault_seq: fault thread, atomic
+ *   fault_buf                       fault thread only; fault_seq last_fault_ns: fault
+ *                                   thread, atomic
+ *   calm_waiters                    lock (workers in wait_calm(); the fault thread wakes them)
  *   stage                           atomic, forward only (lr_stage_enter), any thread; moves
  *                                   that workers wait for (FINISHED, STOPPING, FAILED) are
  *                                   made under lock with a broadcast of work
@@ -116,12 +120,15 @@ struct lr_claim {
 struct lr_engine {
 	pthread_mutex_t lock; /* see the table above */
 	pthread_cond_t work;
+	pthread_cond_t calm; /* workers waiting for a calm spell (opts.workers_calm) */
+	unsigned calm_waiters;
 	struct lr_task **tasks;
 	size_t nr_tasks, cap_tasks;
 	struct lr_claim claims[NR_CLAIMS];
 	struct page_source *src;
-	uint8_t *fault_buf; /* the fault thread's buffer (FAULT_AROUND_MAX pages), for a source that copies */
-	uint64_t fault_seq; /* faults served so far (atomic; written by the fault thread) */
+	uint8_t *fault_buf;	/* the fault thread's buffer (FAULT_AROUND_MAX pages), for a source that copies */
+	uint64_t fault_seq;	/* faults served so far (atomic; written by the fault thread) */
+	uint64_t last_fault_ns; /* lr_now() of the latest fault served, in ns (atomic; fault thread) */
 	struct lr_engine_opts o;
 	int epfd, wakefd;
 	int stage;		   /* enum lr_stage; only ever moves forward (lr_stage_enter) */
@@ -227,6 +234,8 @@ bool lr_remote_event(struct lr_engine *e, const void *tag);
 int lr_prefetch_start(struct lr_engine *e);
 /* Fault thread, between faults: one step of its own claim; false if there was nothing to do. */
 bool lr_prefetch_own_step(struct lr_engine *e);
+/* Lock held: ms until the workers waiting for a calm spell may go; wakes them once it came (-1). */
+int lr_prefetch_calm_in(struct lr_engine *e);
 void lr_prefetch_stop(struct lr_engine *e);
 /* Fault thread: read t's uffd inside its gate, raising a worker that holds it up. */
 void lr_prefetch_gate_read_lock(struct lr_engine *e, struct lr_task *t);

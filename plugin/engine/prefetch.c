@@ -162,10 +162,19 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 
 	if (off >= len)
 		return false;
-	/* small steps and pieces while faults come; doubling once PREFETCH_CALM_STEPS saw none */
+	/*
+	 * Small steps while faults come.  A worker's grow by doubling once
+	 * PREFETCH_CALM_STEPS saw none and are copied in small pieces until then
+	 * (a fault may wait at the gate behind one).  The fault thread's own grow
+	 * by PREFETCH_STEP_MIN per step without a fault, as stock criu's requests
+	 * do, in pieces of PREFETCH_STEP_MIN: it looks for a fault between pieces
+	 * itself, so a fault never waits behind more than one.
+	 */
 	if (faults != c->faults || !c->step) {
 		c->step = PREFETCH_STEP_MIN;
 		c->calm = 0;
+	} else if (!gated) {
+		c->step += PREFETCH_STEP_MIN;
 	} else if (c->calm < PREFETCH_CALM_STEPS) {
 		c->calm++;
 	} else if (c->step < e->o.prefetch_step)
@@ -174,7 +183,7 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 		c->step = e->o.prefetch_step;
 	c->faults = faults;
 	uint64_t step = len - off < c->step ? len - off : c->step;
-	uint64_t piece = c->calm < PREFETCH_CALM_STEPS ? PREFETCH_PIECE_NEAR : PREFETCH_STEP_MIN;
+	uint64_t piece = gated && c->calm < PREFETCH_CALM_STEPS ? PREFETCH_PIECE_NEAR : PREFETCH_STEP_MIN;
 	/* the file read happens outside the gate: only the copy must not start during an event read */
 	if (e->src->copies) {
 		const void *p;
@@ -219,6 +228,44 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 }
 
 /*
+ * Where a worker beside a faulting program makes each fault slower (the
+ * program's thread must preempt it on the CPU it slept on: cpuprobe.c), a
+ * worker starts a step only once PREFETCH_CALM_NS passed with no fault served;
+ * meanwhile the fault thread's own steps stream, as with --workers 0.  It
+ * sleeps until the fault thread sees the calm (lr_prefetch_calm_in()), not on
+ * a timer: a timer would wake it, and so preempt the program, every spell.
+ */
+static bool calm(struct lr_engine *e)
+{
+	return (uint64_t)(lr_now() * 1e9) - __atomic_load_n(&e->last_fault_ns, __ATOMIC_RELAXED) >= PREFETCH_CALM_NS;
+}
+
+static void wait_calm(struct lr_engine *e)
+{
+	if (!e->o.workers_calm || calm(e))
+		return;
+	pthread_mutex_lock(&e->lock);
+	while (lr_stage(e) < STAGE_STOPPING && !calm(e)) {
+		e->calm_waiters++;
+		pthread_cond_wait(&e->calm, &e->lock);
+		e->calm_waiters--;
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
+int lr_prefetch_calm_in(struct lr_engine *e)
+{
+	if (!e->calm_waiters)
+		return -1;
+	uint64_t now = (uint64_t)(lr_now() * 1e9), last = __atomic_load_n(&e->last_fault_ns, __ATOMIC_RELAXED);
+	if (now - last >= PREFETCH_CALM_NS) {
+		pthread_cond_broadcast(&e->calm);
+		return -1;
+	}
+	return (int)((last + PREFETCH_CALM_NS - now) / 1000000) + 1;
+}
+
+/*
  * The workers copy in idle CPU time only (SCHED_IDLE): a waking restored
  * program, or criu finishing the restore, preempts them at once, so prefetch
  * takes no more of the program's CPU than the fault thread's own steps, as
@@ -247,10 +294,11 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&e->lock);
 		if (stop)
 			break;
+		wait_calm(e);
 		if (!claim(e, c))
 			continue;
 		while (claim_step(e, c, w))
-			;
+			wait_calm(e);
 		pthread_mutex_lock(&e->lock);
 		struct lr_claim whole = *c; /* thp.c looks at the extent once the claim is released */
 		lr_claim_release(e, c);
@@ -346,6 +394,7 @@ void lr_prefetch_stop(struct lr_engine *e)
 	for (unsigned i = 0; i < n; i++) /* a starved SCHED_IDLE worker would keep us waiting */
 		sched_idle(__atomic_load_n(&e->workers[i].tid, __ATOMIC_SEQ_CST), false);
 	pthread_cond_broadcast(&e->work);
+	pthread_cond_broadcast(&e->calm);
 	pthread_mutex_unlock(&e->lock);
 	for (unsigned i = 0; i < n; i++)
 		pthread_join(e->workers[i].th, NULL);

@@ -117,6 +117,9 @@ int lr_stats_write_json(const struct lr_stats *s, const char *path)
 	fprintf(f, "  \"page_source\": \"%s\",\n  \"page_source_why\": \"", s->source);
 	for (const char *p = s->source_why; *p; p++) /* our own text, but keep the JSON valid */
 		fputc(*p == '"' || *p == '\\' ? '\'' : *p, f);
+	fprintf(f, "\",\n  \"workers_calm\": %s,\n  \"workers_why\": \"", s->workers_calm ? "true" : "false");
+	for (const char *p = s->workers_why; *p; p++)
+		fputc(*p == '"' || *p == '\\' ? '\'' : *p, f);
 	fprintf(f, "\",\n  \"prefetch_step_max_kib\": %llu,\n", (unsigned long long)(s->step_max >> 10));
 	write_thp(f, s);
 	fprintf(f, "}\n");

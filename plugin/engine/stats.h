@@ -3,6 +3,7 @@
 #ifndef LAZYRESTORE_STATS_H
 #define LAZYRESTORE_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -27,9 +28,11 @@ struct lr_stats {
 	uint64_t lat_max_ns;
 	/* uffd reads, and those that waited at the gate for a worker's copy in flight (fault thread) */
 	uint64_t gate_reads, gate_waits, gate_wait_ns, gate_wait_max_ns;
-	char source[8];	      /* how pages were copied: "mmap" or "pread" */
-	char source_why[200]; /* the probe's figures, or the option that chose */
-	uint64_t step_max;    /* largest background step, bytes */
+	char source[8];	       /* how pages were copied: "mmap" or "pread" */
+	char source_why[200];  /* the probe's figures, or the option that chose */
+	bool workers_calm;     /* workers waited for a calm spell (opts.workers_calm) */
+	char workers_why[200]; /* the sibling probe's figures, or the option that chose */
+	uint64_t step_max;     /* largest background step, bytes */
 	/* huge pages (thp.c): 2 MiB extents of THP-eligible lazy VMAs, collapses, AnonHugePages after */
 	uint64_t thp_extents, thp_collapsed, thp_failed, thp_collapse_ns;
 	/* working set (ws.c): pages installed by the replay, not pending any more, recorded; longest replay */

@@ -715,6 +715,53 @@ static void test_huge_pages(void **state)
 	source_fini(&m);
 }
 
+/*
+ * Workers that wait for a calm spell (--workers-beside-faults no): while this
+ * thread reads every word, faulting all the way, the worker must neither hold
+ * the end up (parked when the fault thread finishes) nor be left parked once
+ * the faults stop; every word right either way.
+ */
+static void test_calm_workers(void **state)
+{
+	struct mem_source m = {.base = {.ops = &mem_ops, .copies = true}};
+	struct run r = {0};
+	pthread_t th;
+
+	(void)state;
+	int uffd = new_uffd();
+	if (uffd < 0) {
+		print_message("no userfaultfd here (%s): skipped\n", strerror(errno));
+		skip();
+	}
+	uint8_t *area = mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(area != MAP_FAILED);
+	madvise(area, AREA, MADV_NOHUGEPAGE);
+	struct uffdio_register reg = {.range = {.start = (uintptr_t)area, .len = AREA},
+				      .mode = UFFDIO_REGISTER_MODE_MISSING};
+	assert_int_equal(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+	source_init(&m, area, true);
+	struct image im;
+	image_init(&im, m.vaddr, 0);
+	struct lr_engine_opts o = {.workers = 1, .workers_calm = true, .workers_why = "test"};
+	r.e = lr_engine_create(&m.base, &o);
+	assert_non_null(r.e);
+	m.engine = r.e;
+	assert_int_equal(lr_engine_add_task(r.e, 1, getpid(), uffd, &im.mm), 0);
+	assert_int_equal(pthread_create(&th, NULL, run_engine, &r), 0);
+	lr_engine_restore_finished(r.e);
+	/* scattered first reads (a prime stride): faults keep coming while the prefetch runs */
+	for (uint64_t k = 0, n = AREA / PG; k < n; k++)
+		(void)*(volatile uint8_t *)(area + (k * 7919 % n) * PG);
+	pthread_join(th, NULL);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(bad_word(area, AREA, m.vaddr, false), 0);
+	assert_true(r.stats.workers_calm);
+	print_message("  %llu faults, %llu pages prefetched\n", (unsigned long long)r.stats.faults,
+		      (unsigned long long)r.stats.prefetch_pages);
+	munmap(area, AREA);
+	source_fini(&m);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN); /* see the write to `over` */
@@ -724,6 +771,7 @@ int main(void)
 	    cmocka_unit_test(test_rows_copying), /* a source copying into buffers */
 	    cmocka_unit_test(test_rows_mapping), /* a source mapping its data */
 	    cmocka_unit_test(test_huge_pages),	 /* MADV_HUGEPAGE: the sweep's collapses */
+	    cmocka_unit_test(test_calm_workers), /* workers that wait for a calm spell */
 	};
 	lr_log_set_level(LR_LOG_WARN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
