@@ -42,8 +42,15 @@ void lr_gate_copy_enter(struct lr_gate *g)
 		if (!__atomic_load_n(&g->reading, __ATOMIC_SEQ_CST))
 			return;
 		lr_gate_copy_exit(g); /* back out: the reader may be waiting for zero */
+		/*
+		 * Counted before the look at reading, and the reader clears reading
+		 * before it looks at the count: one of us sees the other, so the
+		 * reader's unlock costs no system call when nobody sleeps.
+		 */
+		__atomic_fetch_add(&g->sleepers, 1, __ATOMIC_SEQ_CST);
 		while (__atomic_load_n(&g->reading, __ATOMIC_SEQ_CST))
 			futex_wait(&g->reading, 1);
+		__atomic_fetch_sub(&g->sleepers, 1, __ATOMIC_SEQ_CST);
 	}
 }
 
@@ -83,5 +90,6 @@ void lr_gate_read_lock(struct lr_gate *g)
 void lr_gate_read_unlock(struct lr_gate *g)
 {
 	__atomic_store_n(&g->reading, 0, __ATOMIC_SEQ_CST);
-	futex_wake(&g->reading, INT_MAX);
+	if (__atomic_load_n(&g->sleepers, __ATOMIC_SEQ_CST))
+		futex_wake(&g->reading, INT_MAX);
 }

@@ -18,8 +18,9 @@
 #define LAZYRESTORE_ENGINE_GATE_H
 
 struct lr_gate {
-	int copiers; /* prefetch copies inside */
-	int reading; /* the fault thread is in, or wants in */
+	int copiers;  /* prefetch copies inside */
+	int reading;  /* the fault thread is in, or wants in */
+	int sleepers; /* copiers asleep on reading: the reader wakes them only if there are any */
 };
 
 void lr_gate_copy_enter(struct lr_gate *g);
