@@ -20,15 +20,16 @@
 /*
  * A prefetch UFFDIO_COPY runs inside the task's gate, so the fault thread may
  * wait for one of them per copier.  Steps start at PREFETCH_STEP_MIN, go back to
- * it whenever a fault was served since the last step, and double while none
- * comes (once PREFETCH_CALM_STEPS steps in a row saw none), up to the largest
- * step (--prefetch-step, or the page source's probe).
+ * it whenever a fault was served since the last step, and grow while none
+ * comes: a worker's double once PREFETCH_CALM_STEPS steps in a row saw none, the
+ * fault thread's own by PREFETCH_STEP_MIN a step; up to the largest step
+ * (--prefetch-step, or the page source's probe).
  */
 #define PREFETCH_STEP_MIN (64UL << 10)
 /*
- * A step is copied in pieces of PREFETCH_STEP_MIN, or of PREFETCH_PIECE_NEAR
- * while faults come (until PREFETCH_CALM_STEPS steps in a row saw none): a
- * fault then waits behind a quarter of the copy.
+ * A step is copied in pieces of PREFETCH_STEP_MIN; a worker's, while faults
+ * come (until PREFETCH_CALM_STEPS steps in a row saw none), of
+ * PREFETCH_PIECE_NEAR: a fault then waits at the gate behind a quarter of one.
  */
 #define PREFETCH_PIECE_NEAR (16UL << 10)
 #define PREFETCH_CALM_STEPS 8
