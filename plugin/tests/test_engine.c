@@ -345,6 +345,23 @@ static int new_uffd(void)
 	return fd;
 }
 
+/* A new uffd and an AREA mapping registered with it, no huge pages; skips the test without a uffd. */
+static uint8_t *registered_area(int *uffd)
+{
+	*uffd = new_uffd();
+	if (*uffd < 0) {
+		print_message("no userfaultfd here (%s): skipped\n", strerror(errno));
+		skip();
+	}
+	uint8_t *area = mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(area != MAP_FAILED);
+	madvise(area, AREA, MADV_NOHUGEPAGE);
+	struct uffdio_register reg = {.range = {.start = (uintptr_t)area, .len = AREA},
+				      .mode = UFFDIO_REGISTER_MODE_MISSING};
+	assert_int_equal(ioctl(*uffd, UFFDIO_REGISTER, &reg), 0);
+	return area;
+}
+
 /* 0 if every word of [p, p+len) is pattern(dump-time address) or, with zero, 0. */
 static uint64_t bad_word(const uint8_t *p, uint64_t len, uint64_t dump_addr, bool zero)
 {
@@ -457,17 +474,8 @@ static void run_row(const struct row *row, enum how how)
 		      : async	    ? "asynchronous"
 		      : copies	    ? "copies"
 				    : "maps");
-	int uffd = new_uffd();
-	if (uffd < 0) {
-		print_message("no userfaultfd here (%s): skipped\n", strerror(errno));
-		skip();
-	}
-	uint8_t *area = mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	assert_true(area != MAP_FAILED);
-	madvise(area, AREA, MADV_NOHUGEPAGE);
-	struct uffdio_register reg = {.range = {.start = (uintptr_t)area, .len = AREA},
-				      .mode = UFFDIO_REGISTER_MODE_MISSING};
-	assert_int_equal(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+	int uffd;
+	uint8_t *area = registered_area(&uffd);
 
 	source_init(m, area, copies);
 	m->armed = true;
@@ -660,6 +668,18 @@ static void test_rows_async(void **state)
 		run_row(&rows[i], ASYNC);
 }
 
+/* An engine over m serving this process's uffd in thread th, the restore finished. */
+static void start_engine(struct run *r, struct mem_source *m, int uffd, struct image *im,
+			 const struct lr_engine_opts *o, pthread_t *th)
+{
+	r->e = lr_engine_create(&m->base, o);
+	assert_non_null(r->e);
+	m->engine = r->e;
+	assert_int_equal(lr_engine_add_task(r->e, 1, getpid(), uffd, &im->mm), 0);
+	assert_int_equal(pthread_create(th, NULL, run_engine, r), 0);
+	lr_engine_restore_finished(r->e);
+}
+
 /*
  * A MADV_HUGEPAGE mapping served by the engine: every byte right, and each of
  * its 2 MiB extents collapsed by the sweep once all is resident, while this
@@ -693,12 +713,7 @@ static void test_huge_pages(void **state)
 	struct image im;
 	image_init(&im, m.vaddr, 1ULL << MADV_HUGEPAGE);
 	struct lr_engine_opts o = {.workers = 1};
-	r.e = lr_engine_create(&m.base, &o);
-	assert_non_null(r.e);
-	m.engine = r.e;
-	assert_int_equal(lr_engine_add_task(r.e, 1, getpid(), uffd, &im.mm), 0);
-	assert_int_equal(pthread_create(&th, NULL, run_engine, &r), 0);
-	lr_engine_restore_finished(r.e);
+	start_engine(&r, &m, uffd, &im, &o, &th);
 	for (int pass = 0; pass < 4; pass++) /* faults, then reads of installed and collapsing extents */
 		assert_int_equal(bad_word(area, AREA, m.vaddr, false), 0);
 	pthread_join(th, NULL);
@@ -728,27 +743,13 @@ static void test_calm_workers(void **state)
 	pthread_t th;
 
 	(void)state;
-	int uffd = new_uffd();
-	if (uffd < 0) {
-		print_message("no userfaultfd here (%s): skipped\n", strerror(errno));
-		skip();
-	}
-	uint8_t *area = mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	assert_true(area != MAP_FAILED);
-	madvise(area, AREA, MADV_NOHUGEPAGE);
-	struct uffdio_register reg = {.range = {.start = (uintptr_t)area, .len = AREA},
-				      .mode = UFFDIO_REGISTER_MODE_MISSING};
-	assert_int_equal(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+	int uffd;
+	uint8_t *area = registered_area(&uffd);
 	source_init(&m, area, true);
 	struct image im;
 	image_init(&im, m.vaddr, 0);
 	struct lr_engine_opts o = {.workers = 1, .workers_calm = true, .workers_why = "test"};
-	r.e = lr_engine_create(&m.base, &o);
-	assert_non_null(r.e);
-	m.engine = r.e;
-	assert_int_equal(lr_engine_add_task(r.e, 1, getpid(), uffd, &im.mm), 0);
-	assert_int_equal(pthread_create(&th, NULL, run_engine, &r), 0);
-	lr_engine_restore_finished(r.e);
+	start_engine(&r, &m, uffd, &im, &o, &th);
 	/* scattered first reads (a prime stride): faults keep coming while the prefetch runs */
 	for (uint64_t k = 0, n = AREA / PG; k < n; k++)
 		(void)*(volatile uint8_t *)(area + (k * 7919 % n) * PG);
