@@ -56,6 +56,7 @@ static const char usage_text[] =
     "                         a fault); auto: a short probe at start measures what a\n"
     "                         thread of ours runnable on a faulting thread's CPU costs\n"
     "                         each fault, and says no where it makes faults 1.5x slower\n"
+    "                         (kept for the boot in /run/lazyrestore/workers-beside-faults)\n"
     "      --prefetch-step KIB  largest background UFFDIO_COPY, 4..2048 KiB (default:\n"
     "                         the probe's best); steps start at 64 KiB or less and grow\n"
     "                         while no fault comes, so a fault waits behind small ones\n"

@@ -8,7 +8,9 @@
  * one CPU while a thread of ours serves them from another, alternately with
  * and without a SCHED_IDLE thread of ours spinning on the child's CPU.  Where
  * the spinner makes a fault much slower, workers wait for a calm spell (no
- * fault served for a while) before each step instead.
+ * fault served for a while) before each step instead.  The host does not
+ * change under a running kernel, so the answer is kept for the boot in
+ * PROBE_CACHE (the probe costs about 30 ms of every daemon's start).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,11 +34,13 @@
 #include "plugin/engine/engine.h"
 #include "plugin/log/log.h"
 
-#define PROBE_FAULTS   64 /* per round: the median of these */
-#define PROBE_ROUNDS   2  /* of each kind, alternating */
-#define PROBE_PAGE     4096UL
-#define PROBE_TIMEOUT  2000 /* ms for one round */
-#define SHARE_MAX_COST 1.5  /* a spinner may make a fault this much slower and workers still share */
+#define PROBE_FAULTS	64 /* per round: the median of these */
+#define PROBE_ROUNDS	2  /* of each kind, alternating */
+#define PROBE_PAGE	4096UL
+#define PROBE_TIMEOUT	2000 /* ms for one round */
+#define SHARE_MAX_COST	1.5  /* a spinner may make a fault this much slower and workers still share */
+#define PROBE_CACHE_DIR "/run/lazyrestore"
+#define PROBE_CACHE	PROBE_CACHE_DIR "/workers-beside-faults"
 
 struct sibling_probe {
 	int uffd;
@@ -227,7 +232,7 @@ static int measure(struct sibling_probe *sp, int sock, long long best[2])
 	return 0;
 }
 
-bool lr_probe_workers_share(char *why, size_t len)
+static bool measure_share(char *why, size_t len)
 {
 	struct sibling_probe sp = {.uffd = -1};
 	long long best[2];
@@ -281,5 +286,69 @@ out:
 	kill(pid, SIGKILL); /* done or stuck: either way it has nothing more to say */
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	return share;
+}
+
+/* This boot's id (a random UUID per boot), or false. */
+static bool boot_id(char *id, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	bool ok = f && fgets(id, (int)len, f) && strlen(id) > 1;
+
+	if (f)
+		fclose(f);
+	if (ok)
+		id[strcspn(id, "\n")] = 0;
+	return ok;
+}
+
+/* The cached answer, if it is this boot's: "boot_id\n0|1\nwhy\n". */
+static bool cached(const char *id, bool *share, char *why, size_t len)
+{
+	char line[3][256];
+	FILE *f = fopen(PROBE_CACHE, "re");
+	bool ok = f != NULL;
+
+	for (int i = 0; ok && i < 3; i++)
+		ok = fgets(line[i], sizeof(line[i]), f) && line[i][strlen(line[i]) - 1] == '\n';
+	if (f)
+		fclose(f);
+	if (!ok)
+		return false;
+	for (int i = 0; i < 3; i++)
+		line[i][strcspn(line[i], "\n")] = 0;
+	if (strcmp(line[0], id) || (strcmp(line[1], "0") && strcmp(line[1], "1")))
+		return false;
+	*share = line[1][0] == '1';
+	snprintf(why, len, "%s (this boot's probe, %s)", line[2], PROBE_CACHE);
+	return true;
+}
+
+static void cache(const char *id, bool share, const char *why)
+{
+	char tmp[64];
+
+	if (mkdir(PROBE_CACHE_DIR, 0755) && errno != EEXIST)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%d", PROBE_CACHE, (int)getpid());
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return;
+	bool ok = fprintf(f, "%s\n%d\n%s\n", id, share, why) > 0;
+	if (fclose(f) || !ok || rename(tmp, PROBE_CACHE))
+		unlink(tmp);
+}
+
+bool lr_probe_workers_share(char *why, size_t len)
+{
+	char id[64];
+	bool share, have_id = boot_id(id, sizeof(id));
+
+	if (have_id && cached(id, &share, why, len))
+		return share;
+	share = measure_share(why, len);
+	/* a measurement only: not a failed probe, nor one CPU (that is our affinity, not the host) */
+	if (have_id && !strncmp(why, "workers", 7))
+		cache(id, share, why);
 	return share;
 }
