@@ -166,8 +166,9 @@ RUNC+=(--criu "$criu")
 
 if [ "$mode" != eager ] && [ "$daemon" = ours ]; then
 	[ -n "$lazyrestore" ] || die_usage "--daemon ours: no lazyrestore binary (run make, or give --lazyrestore)"
+	# the whole text first: grep -q leaving early would kill the writer with SIGPIPE (pipefail)
 	if [ "$mode" = remote ] && [ "$role" != source ] &&
-		! "$lazyrestore" lazy-pages --help 2>&1 | grep -q -- '--page-server'; then
+		! grep -q -- '--page-server' <<<"$("$lazyrestore" lazy-pages --help 2>&1)"; then
 		die_usage "--daemon ours in remote mode: $lazyrestore lazy-pages has no --page-server" \
 			"(no remote page source yet); use --mode images, or --daemon stock"
 	fi

@@ -29,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$TOP/test/lib/runc.sh"
 
 sizes="256 1024" reps=5 variants="eager images-stock images-ours remote-stock"
-if "$LAZYRESTORE" lazy-pages --help 2>&1 | grep -q -- '--page-server'; then variants="$variants remote-ours"; fi
+if grep -q -- '--page-server' <<<"$("$LAZYRESTORE" lazy-pages --help 2>&1)"; then variants="$variants remote-ours"; fi
 while [ $# -gt 0 ]; do
 	case $1 in
 	--sizes) sizes=$2; shift 2 ;;
