@@ -7,9 +7,14 @@
 #ifndef LAZYRESTORE_UFFD_COMPAT_H
 #define LAZYRESTORE_UFFD_COMPAT_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <linux/types.h>
 #include <linux/userfaultfd.h>
+#include <stdbool.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifndef UFFD_FEATURE_POISON
 #define UFFD_FEATURE_POISON (1 << 14)
@@ -55,5 +60,49 @@ struct uffdio_poison {
 #define USERFAULTFD_IOC	    0xAA
 #define USERFAULTFD_IOC_NEW _IO(USERFAULTFD_IOC, 0x00)
 #endif
+
+/*
+ * A new userfaultfd (flags: O_CLOEXEC, O_NONBLOCK): the system call, else
+ * /dev/userfaultfd, which works where the call is refused (a seccomp filter, or
+ * vm.unprivileged_userfaultfd=0 for a user without CAP_SYS_PTRACE).  *via_dev,
+ * if given, says which one answered.  -1 with errno set if neither did.
+ */
+static inline int lr_uffd_open(int flags, bool *via_dev)
+{
+	int fd = (int)syscall(SYS_userfaultfd, flags), dev, er = errno;
+
+	if (via_dev)
+		*via_dev = false;
+	if (fd >= 0)
+		return fd;
+	dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	if (dev < 0) {
+		errno = er; /* the system call's reason is the one to report */
+		return -1;
+	}
+	fd = ioctl(dev, USERFAULTFD_IOC_NEW, flags);
+	er = errno;
+	close(dev);
+	errno = er;
+	if (via_dev)
+		*via_dev = fd >= 0;
+	return fd;
+}
+
+/* lr_uffd_open() and the UFFDIO_API handshake asking for features; -1 with errno set. */
+static inline int lr_uffd_new(int flags, __u64 features)
+{
+	struct uffdio_api api = {.api = UFFD_API, .features = features};
+	int fd = lr_uffd_open(flags, NULL), er;
+
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, UFFDIO_API, &api) == 0)
+		return fd;
+	er = errno;
+	close(fd);
+	errno = er;
+	return -1;
+}
 
 #endif

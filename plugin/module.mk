@@ -23,7 +23,7 @@ $(LR_UNIT): plugin/tests/test_ranges.c plugin/engine/ranges.c plugin/engine/stat
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) $(IMG_LIB_SAN) -lprotobuf-c -lcmocka
 LR_GATE_UNIT := $(BUILD)/unit/test_gate
-$(LR_GATE_UNIT): plugin/tests/test_gate.c plugin/engine/gate.c plugin/engine/gate.h
+$(LR_GATE_UNIT): plugin/tests/test_gate.c plugin/engine/gate.c plugin/engine/gate.h plugin/engine/stats.c plugin/log/log.c
 	@mkdir -p $(dir $@)
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -o $@ $(filter %.c,$^) -lpthread -lcmocka

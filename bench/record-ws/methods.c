@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "../../lib/pagemap-compat.h"
+#include "../../lib/uffd-compat.h"
 
-#ifndef UFFD_FEATURE_WP_ASYNC
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
-#define UFFD_FEATURE_WP_ASYNC	    (1 << 15)
 #endif
 
 #define NP 64
@@ -77,13 +77,11 @@ static void report(const char *name, uint64_t flags, uint64_t cat)
 
 static void method_a(void)
 {
-	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED};
+	int uffd = lr_uffd_new(O_CLOEXEC | O_NONBLOCK, UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED);
 	struct uffdio_register reg = {.range = {(uint64_t)(uintptr_t)mem, NP * PG}, .mode = UFFDIO_REGISTER_MODE_WP};
 	struct uffdio_writeprotect wp = {.range = reg.range, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
 
-	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg) ||
-	    ioctl(uffd, UFFDIO_WRITEPROTECT, &wp)) {
+	if (uffd < 0 || ioctl(uffd, UFFDIO_REGISTER, &reg) || ioctl(uffd, UFFDIO_WRITEPROTECT, &wp)) {
 		printf("a uffd-wp async: setup failed: %s\n", strerror(errno));
 		return;
 	}

@@ -319,21 +319,10 @@ static void *copier(void *arg)
 
 static int open_uffd(void)
 {
-	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_MOVE};
-	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC), fd;
+	int fd = lr_uffd_new(O_CLOEXEC | O_NONBLOCK, UFFD_FEATURE_MOVE);
 
-	if (dev < 0) {
-		perror("copyfloor: /dev/userfaultfd");
-		return -1;
-	}
-	fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
-	close(dev);
-	if (fd < 0 || ioctl(fd, UFFDIO_API, &api)) {
+	if (fd < 0)
 		perror("copyfloor: userfaultfd");
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
 	return fd;
 }
 

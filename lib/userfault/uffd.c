@@ -74,24 +74,10 @@ int uf_setup(void)
  * /dev/userfaultfd first: it is the kernel's way for a process that may not
  * use the syscall (vm.unprivileged_userfaultfd = 0, user namespaces).
  */
-static int open_raw(void)
-{
-	int dev, fd;
-
-	dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-	if (dev >= 0) {
-		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
-		close(dev);
-		if (fd >= 0)
-			return fd;
-	}
-	return (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-}
-
 int uf_open(const char *fn, __u64 features)
 {
 	struct uffdio_api api = {.api = UFFD_API, .features = features};
-	int fd = open_raw();
+	int fd = lr_uffd_open(O_CLOEXEC | O_NONBLOCK, NULL);
 
 	if (fd < 0)
 		return uf_fail(errno, fn, "cannot open a userfaultfd (neither /dev/userfaultfd nor the syscall)", NULL);

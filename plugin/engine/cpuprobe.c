@@ -32,6 +32,7 @@
 
 #include "lib/uffd-compat.h"
 #include "plugin/engine/engine.h"
+#include "plugin/engine/stats.h"
 #include "plugin/log/log.h"
 
 #define PROBE_FAULTS	64 /* per round: the median of these */
@@ -48,14 +49,6 @@ struct sibling_probe {
 	int ready;  /* atomic: the spinner runs in idle time on its CPU */
 	int cpu[2]; /* [0] the child's and the spinner's, [1] the server's */
 };
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static int pin(int cpu)
 {
@@ -85,25 +78,6 @@ static int cmp_ll(const void *a, const void *b)
 	long long x = *(const long long *)a, y = *(const long long *)b;
 
 	return x < y ? -1 : x > y;
-}
-
-static int child_uffd(void)
-{
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
-
-	if (fd < 0) {
-		int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-		if (dev < 0)
-			return -1;
-		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC);
-		close(dev);
-	}
-	struct uffdio_api api = {.api = UFFD_API};
-	if (fd >= 0 && ioctl(fd, UFFDIO_API, &api)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 static int send_fd(int sock, int fd)
@@ -143,7 +117,7 @@ static void __attribute__((noreturn)) child(int sock, int cpu)
 	long long lat[PROBE_FAULTS];
 	char cmd;
 
-	int uffd = child_uffd();
+	int uffd = lr_uffd_new(O_CLOEXEC, 0);
 	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (pin(cpu) || uffd < 0 || m == MAP_FAILED)
 		_exit(1);
@@ -153,9 +127,9 @@ static void __attribute__((noreturn)) child(int sock, int cpu)
 	close(uffd);
 	for (uint8_t *p = m; read(sock, &cmd, 1) == 1; p += PROBE_FAULTS * PROBE_PAGE) {
 		for (int i = 0; i < PROBE_FAULTS; i++) {
-			long long t0 = now_ns();
+			uint64_t t0 = lr_now_ns();
 			(void)*(volatile uint8_t *)(p + (size_t)i * PROBE_PAGE);
-			lat[i] = now_ns() - t0;
+			lat[i] = (long long)(lr_now_ns() - t0);
 		}
 		qsort(lat, PROBE_FAULTS, sizeof(lat[0]), cmp_ll);
 		if (write(sock, &lat[PROBE_FAULTS / 2], sizeof(lat[0])) != sizeof(lat[0]))

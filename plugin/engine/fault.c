@@ -115,10 +115,11 @@ static int locate(struct lr_engine *e, struct lr_task *t, uint64_t addr, uint64_
 
 void lr_account_fault(struct lr_engine *e, uint64_t installed, double t0)
 {
-	double now = lr_now();
+	uint64_t now_ns = lr_now_ns();
+	double now = (double)now_ns / 1e9;
 
 	__atomic_fetch_add(&e->fault_seq, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->last_fault_ns, (uint64_t)(now * 1e9), __ATOMIC_RELAXED);
+	__atomic_store_n(&e->last_fault_ns, now_ns, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&e->lock);
 	e->stats.faults++;
 	if (installed) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "plugin/engine/gate.h"
+#include "plugin/engine/stats.h"
 
 /* Longer than one piece of prefetch copy inside the gate (<= 64 KiB), shorter than a sleep and wake-up. */
 #define READER_SPIN_NS 30000
@@ -25,14 +26,6 @@ static void futex_wait(int *addr, int val)
 static void futex_wake(int *addr, int n)
 {
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 void lr_gate_copy_enter(struct lr_gate *g)
@@ -62,14 +55,14 @@ void lr_gate_copy_exit(struct lr_gate *g)
 
 void lr_gate_read_lock_stalled(struct lr_gate *g, void (*stalled)(void *), void *arg)
 {
-	long long until = 0;
+	uint64_t until = 0;
 	int n;
 
 	__atomic_store_n(&g->reading, 1, __ATOMIC_SEQ_CST);
 	while ((n = __atomic_load_n(&g->copiers, __ATOMIC_SEQ_CST)) != 0) {
 		if (!until)
-			until = now_ns() + READER_SPIN_NS;
-		if (now_ns() < until) {
+			until = lr_now_ns() + READER_SPIN_NS;
+		if (lr_now_ns() < until) {
 			__builtin_ia32_pause();
 			continue;
 		}

@@ -235,9 +235,14 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
  * sleeps until the fault thread sees the calm (lr_prefetch_calm_in()), not on
  * a timer: a timer would wake it, and so preempt the program, every spell.
  */
+static uint64_t since_fault_ns(struct lr_engine *e)
+{
+	return lr_now_ns() - __atomic_load_n(&e->last_fault_ns, __ATOMIC_RELAXED);
+}
+
 static bool calm(struct lr_engine *e)
 {
-	return (uint64_t)(lr_now() * 1e9) - __atomic_load_n(&e->last_fault_ns, __ATOMIC_RELAXED) >= PREFETCH_CALM_NS;
+	return since_fault_ns(e) >= PREFETCH_CALM_NS;
 }
 
 static void wait_calm(struct lr_engine *e)
@@ -257,12 +262,12 @@ int lr_prefetch_calm_in(struct lr_engine *e)
 {
 	if (!e->calm_waiters)
 		return -1;
-	uint64_t now = (uint64_t)(lr_now() * 1e9), last = __atomic_load_n(&e->last_fault_ns, __ATOMIC_RELAXED);
-	if (now - last >= PREFETCH_CALM_NS) {
+	uint64_t since = since_fault_ns(e);
+	if (since >= PREFETCH_CALM_NS) {
 		pthread_cond_broadcast(&e->calm);
 		return -1;
 	}
-	return (int)((last + PREFETCH_CALM_NS - now) / 1000000) + 1;
+	return (int)((PREFETCH_CALM_NS - since) / 1000000) + 1;
 }
 
 /*

@@ -8,11 +8,17 @@
 #include "plugin/engine/stats.h"
 #include "plugin/log/log.h"
 
-double lr_now(void)
+uint64_t lr_now_ns(void)
 {
 	struct timespec ts;
+
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+double lr_now(void)
+{
+	return (double)lr_now_ns() / 1e9;
 }
 
 static unsigned bucket_of(uint64_t ns)

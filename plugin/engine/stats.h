@@ -45,7 +45,8 @@ struct lr_stats {
 	} thp_task[LR_STATS_THP_TASKS];
 };
 
-double lr_now(void);
+double lr_now(void);	  /* CLOCK_MONOTONIC, seconds */
+uint64_t lr_now_ns(void); /* the same, nanoseconds */
 void lr_stats_latency(struct lr_stats *s, uint64_t ns);
 /* Latency (µs) at percentile p (0..100). */
 double lr_stats_percentile(const struct lr_stats *s, double p);

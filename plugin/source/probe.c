@@ -76,10 +76,8 @@ static double probe_run(struct probe *pr, uint64_t base, bool map, uint64_t step
 
 static int probe_setup(struct probe *pr)
 {
-	struct uffdio_api api = {.api = UFFD_API};
-
-	pr->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (pr->uffd < 0 || ioctl(pr->uffd, UFFDIO_API, &api))
+	pr->uffd = lr_uffd_new(O_CLOEXEC | O_NONBLOCK, 0);
+	if (pr->uffd < 0)
 		return -1;
 	pr->dst = mmap(NULL, pr->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (pr->dst == MAP_FAILED) {

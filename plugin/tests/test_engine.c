@@ -331,18 +331,8 @@ static void *run_engine(void *arg)
 
 static int new_uffd(void)
 {
-	struct uffdio_api api = {.api = UFFD_API,
-				 .features = UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP |
-					     UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP};
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-
-	if (fd < 0)
-		return -1;
-	if (ioctl(fd, UFFDIO_API, &api)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return lr_uffd_new(O_CLOEXEC | O_NONBLOCK, UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP |
+						       UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP);
 }
 
 /* A new uffd and an AREA mapping registered with it, no huge pages; skips the test without a uffd. */

@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lib/uffd-compat.h"
 #include "plugin/handoff/handoff.h"
 #include "plugin/log/log.h"
 #include "test/fuzz/fuzz.h"
@@ -141,7 +142,7 @@ static int new_fd(bool pipe_end)
 	int p[2], fd;
 
 	if (!pipe_end) {
-		fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+		fd = lr_uffd_open(O_CLOEXEC | O_NONBLOCK, NULL);
 		if (fd < 0)
 			fatal("userfaultfd: %s", strerror(errno));
 		return fd;
