@@ -76,12 +76,26 @@ bool lr_stage_enter(struct lr_engine *e, int s)
 	return false;
 }
 
+/*
+ * Whether epfd has something for the fault thread.  What it found is kept for
+ * the thread's next dispatch (lr_take_ready()), which then needs no second
+ * epoll_wait: a system call is a microsecond of every fault on a paravirtual
+ * host (level-triggered, so an event not taken is reported again).
+ */
 bool lr_fault_waiting(struct lr_engine *e)
 {
-	struct epoll_event ev;
+	if (!e->have_ready)
+		e->have_ready = epoll_wait(e->epfd, &e->ready, 1, 0) > 0;
+	return e->have_ready;
+}
 
-	/* level-triggered: the next epoll_wait reports it again */
-	return epoll_wait(e->epfd, &ev, 1, 0) > 0;
+int lr_take_ready(struct lr_engine *e, struct epoll_event *ev)
+{
+	if (!e->have_ready)
+		return 0;
+	*ev = e->ready;
+	e->have_ready = false;
+	return 1;
 }
 
 /* Lock held. */

@@ -318,7 +318,9 @@ int lr_engine_run(struct lr_engine *e)
 			timeout = over_in;
 		if (calm_in > 0 && (timeout < 0 || calm_in < timeout))
 			timeout = calm_in;
-		int n = epoll_wait(e->epfd, evs, 32, timeout);
+		int n = lr_take_ready(e, evs);
+		if (!n)
+			n = epoll_wait(e->epfd, evs, 32, timeout);
 		if (n < 0 && errno != EINTR) {
 			pr_perror("epoll_wait");
 			break;

@@ -4,6 +4,7 @@
 #define LAZYRESTORE_ENGINE_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <stdbool.h>
 
 #include "plugin/engine/engine.h"
@@ -78,7 +79,7 @@ enum lr_stage {
  * lr_engine
  *   tasks nr_tasks cap_tasks        lock
  *   src o epfd wakefd               constant after lr_engine_create(); restore_fd before run
- *   fault_buf                       fault thread only; fault_seq last_fault_ns: fault
+ *   fault_buf ready have_ready      fault thread only; fault_seq last_fault_ns: fault
  *                                   thread, atomic
  *   calm_waiters                    lock (workers in wait_calm(); the fault thread wakes them)
  *   stage                           atomic, forward only (lr_stage_enter), any thread; moves
@@ -111,6 +112,8 @@ struct lr_claim {
 	uint64_t start, end, img;
 	const void *data; /* its image data if the source maps (else NULL) */
 	uint8_t *buf;	  /* the copier's buffer, for a source that copies */
+	uint64_t buf_at;  /* buf holds the claim's bytes from buf_at on, buf_len of them */
+	uint64_t buf_len; /* (a step read but not all copied: a fault came first) */
 	uint64_t step;	  /* the next step's size */
 	uint64_t faults;  /* e->fault_seq when the last step began */
 	unsigned calm;	  /* steps in a row that began with no fault served since the one before */
@@ -132,6 +135,8 @@ struct lr_engine {
 	uint64_t last_fault_ns; /* lr_now() of the latest fault served, in ns (atomic; fault thread) */
 	struct lr_engine_opts o;
 	int epfd, wakefd;
+	struct epoll_event ready; /* what lr_fault_waiting() took from epfd, dispatched next */
+	bool have_ready;
 	int stage;		   /* enum lr_stage; only ever moves forward (lr_stage_enter) */
 	int restore_fd;		   /* readable once the restore is over; -1: none */
 	struct lr_task *hint_task; /* most recent fault, for prefetch order */
@@ -183,6 +188,7 @@ static inline int lr_stage(const struct lr_engine *e)
 bool lr_stage_enter(struct lr_engine *e, int s);
 /* Fault thread: does a uffd (or the engine's wake-up) have something to read?  Does not consume it. */
 bool lr_fault_waiting(struct lr_engine *e);
+int lr_take_ready(struct lr_engine *e, struct epoll_event *ev);
 void lr_engine_kick(struct lr_engine *e);
 void lr_engine_fail_locked(struct lr_engine *e, const char *why);
 /* Lock held.  parent < -1: resumed task, already known to the supervisor. */

@@ -185,11 +185,17 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 	uint64_t step = len - off < c->step ? len - off : c->step;
 	uint64_t piece = gated && c->calm < PREFETCH_CALM_STEPS ? PREFETCH_PIECE_NEAR : PREFETCH_STEP_MIN;
 	/* the file read happens outside the gate: only the copy must not start during an event read */
-	if (e->src->copies) {
+	if (e->src->copies && off >= c->buf_at && off < c->buf_at + c->buf_len) {
+		data = c->buf + (off - c->buf_at); /* read before a fault came: not read again */
+		step = c->buf_at + c->buf_len - off;
+	} else if (e->src->copies) {
 		const void *p;
+		c->buf_len = 0;
 		if (lr_source(e, t, c->start + off, c->img + off, step, c->buf, &p))
 			return false;
 		data = p;
+		c->buf_at = off;
+		c->buf_len = step;
 	} else {
 		data = (const uint8_t *)c->data + off;
 	}
@@ -201,7 +207,8 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 			gate_exit(w, t);
 			gate_enter(w, t);
 		}
-		if (sub && !gated && lr_fault_waiting(e))
+		/* the fault thread looks after the step's read too: a fault may have come during it */
+		if ((sub || e->src->copies) && !gated && lr_fault_waiting(e))
 			break;
 		stopped = __atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || lr_stage(e) >= STAGE_STOPPING;
 		if (stopped)

@@ -257,8 +257,11 @@ static void program_priority(void)
  */
 static void serve_faults(struct lr_engine *e)
 {
+	struct epoll_event ev;
+
 	if (e->remote || !lr_fault_waiting(e))
 		return;
+	lr_take_ready(e, &ev); /* every uffd is drained below */
 	for (size_t i = 0;; i++) {
 		pthread_mutex_lock(&e->lock);
 		struct lr_task *t = i < e->nr_tasks ? e->tasks[i] : NULL;
