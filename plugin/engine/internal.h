@@ -31,8 +31,11 @@
  * A step is copied in pieces of PREFETCH_STEP_MIN; a worker's, while faults
  * come (until PREFETCH_CALM_STEPS steps in a row saw none), of
  * PREFETCH_PIECE_NEAR: a fault then waits at the gate behind a quarter of one.
+ * After PREFETCH_CALM_NS with no fault served, pieces of PREFETCH_PIECE_CALM:
+ * fewer calls per byte while nothing waits.
  */
 #define PREFETCH_PIECE_NEAR (16UL << 10)
+#define PREFETCH_PIECE_CALM (256UL << 10)
 #define PREFETCH_CALM_STEPS 8
 /* with opts.workers_calm: the spell without a fault served before a worker's step */
 #define PREFETCH_CALM_NS 1000000ULL

@@ -139,10 +139,21 @@ void lr_prefetch_gate_read_lock(struct lr_engine *e, struct lr_task *t)
 	lr_gate_read_lock_stalled(&t->gate, raise_gate_holders, &gs);
 }
 
+static uint64_t since_fault_ns(struct lr_engine *e)
+{
+	return lr_now_ns() - __atomic_load_n(&e->last_fault_ns, __ATOMIC_RELAXED);
+}
+
+static bool calm(struct lr_engine *e)
+{
+	return since_fault_ns(e) >= PREFETCH_CALM_NS;
+}
+
 /*
  * One step of a claim: its data from the source (read into the copier's buffer
  * outside the gate, or the source's mapping), then UFFDIO_COPYs of at most
- * PREFETCH_STEP_MIN each (PREFETCH_PIECE_NEAR while faults come), so that a fault waits behind one of those only: a
+ * PREFETCH_STEP_MIN each (PREFETCH_PIECE_NEAR while faults come, PREFETCH_PIECE_CALM
+ * once none came for PREFETCH_CALM_NS), so that a fault waits behind one of those only: a
  * worker leaves the gate between them when the fault thread wants in, the
  * fault thread (its own claim, ungated) stops when a uffd has something to
  * read.  False once the claim is done, taken back or failed.  No engine lock:
@@ -183,7 +194,9 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 		c->step = e->o.prefetch_step;
 	c->faults = faults;
 	uint64_t step = len - off < c->step ? len - off : c->step;
-	uint64_t piece = gated && c->calm < PREFETCH_CALM_STEPS ? PREFETCH_PIECE_NEAR : PREFETCH_STEP_MIN;
+	uint64_t piece = calm(e)				  ? PREFETCH_PIECE_CALM
+			 : gated && c->calm < PREFETCH_CALM_STEPS ? PREFETCH_PIECE_NEAR
+								  : PREFETCH_STEP_MIN;
 	/* the file read happens outside the gate: only the copy must not start during an event read */
 	if (e->src->copies && off >= c->buf_at && off < c->buf_at + c->buf_len) {
 		data = c->buf + (off - c->buf_at); /* read before a fault came: not read again */
@@ -242,15 +255,6 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
  * sleeps until the fault thread sees the calm (lr_prefetch_calm_in()), not on
  * a timer: a timer would wake it, and so preempt the program, every spell.
  */
-static uint64_t since_fault_ns(struct lr_engine *e)
-{
-	return lr_now_ns() - __atomic_load_n(&e->last_fault_ns, __ATOMIC_RELAXED);
-}
-
-static bool calm(struct lr_engine *e)
-{
-	return since_fault_ns(e) >= PREFETCH_CALM_NS;
-}
 
 static void wait_calm(struct lr_engine *e)
 {
