@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -201,12 +202,13 @@ static int send_iov_tls(struct ps_conn *s, struct iovec *iov, int n)
 	return 0;
 }
 
-static int send_iov(struct ps_conn *s, struct iovec *iov, int n)
+/* flags: MSG_MORE when the pages follow by sendfile (one segment for both on the wire) */
+static int send_iov_flags(struct ps_conn *s, struct iovec *iov, int n, int flags)
 {
 	if (s->io.tls)
 		return send_iov_tls(s, iov, n);
 	while (n > 0) {
-		ssize_t w = sendmsg(s->sk, &(struct msghdr){.msg_iov = iov, .msg_iovlen = n}, MSG_NOSIGNAL);
+		ssize_t w = sendmsg(s->sk, &(struct msghdr){.msg_iov = iov, .msg_iovlen = n}, MSG_NOSIGNAL | flags);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -227,7 +229,58 @@ static int send_iov(struct ps_conn *s, struct iovec *iov, int n)
 	return 0;
 }
 
-/* Answer a GET with at most the pages of one present pagemap entry, straight from the mmap. */
+static int send_iov(struct ps_conn *s, struct iovec *iov, int n)
+{
+	return send_iov_flags(s, iov, n, 0);
+}
+
+/* The pages file behind data (a pointer into one task's mapping), or NULL. */
+static const struct img_pages *pages_of(const struct ps_server *srv, const uint8_t *data)
+{
+	for (size_t i = 0; i < srv->nr_tasks; i++) {
+		const struct img_pages *p = &srv->tasks[i].pages;
+		if (p->base && data >= p->base && data < p->base + p->size)
+			return p;
+	}
+	return NULL;
+}
+
+/*
+ * Plain TCP: the pages go from the page cache to the socket by sendfile, not
+ * through the mapping: a first read of each mapped page is a page fault, and
+ * on a PVM guest (shadow page tables) those made our session thread the
+ * bottleneck of a loopback restore (bench/net/README.md).
+ */
+static int send_pages(struct ps_conn *s, const uint8_t *data, size_t len)
+{
+	const struct img_pages *p = pages_of(s->srv, data);
+	off_t off;
+
+	if (!p) {
+		struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
+		return send_iov(s, &iov, 1);
+	}
+	off = (off_t)(data - p->base);
+	while (len) {
+		ssize_t w = sendfile(s->sk, p->fd, &off, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			pr_perror("peer %s: sendfile of pages file %u at %lld", s->peer, p->id, (long long)off);
+			return -1;
+		}
+		if (w == 0) { /* the file shrank under us */
+			pr_err("peer %s: pages file %u ends at %lld, inside an answer\n", s->peer, p->id,
+			       (long long)off);
+			return -1;
+		}
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Answer a GET with at most the pages of one present pagemap entry, from the pages file. */
 static int serve_get(struct ps_conn *s, const struct ps_iov *req, uint64_t req_off)
 {
 	const uint8_t *data;
@@ -245,7 +298,11 @@ static int serve_get(struct ps_conn *s, const struct ps_iov *req, uint64_t req_o
 	};
 	pr_debug("peer %s: GET pid %llu %#llx %u pages -> %u\n", s->peer, (unsigned long long)req->dst_id,
 		 (unsigned long long)req->vaddr, req->nr_pages, reply.nr_pages);
-	if (send_iov(s, iov, 2))
+	bool pages = iov[1].iov_len > 0;
+	int r = s->io.tls
+		    ? send_iov(s, iov, 2)
+		    : send_iov_flags(s, iov, 1, pages ? MSG_MORE : 0) || (pages && send_pages(s, data, iov[1].iov_len));
+	if (r)
 		return -1;
 	s->pages_sent += reply.nr_pages;
 	return 0;
