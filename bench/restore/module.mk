@@ -13,7 +13,15 @@ $(BENCH_COPYFLOOR): bench/restore/copyfloor.c lib/uffd-compat.h
 	@echo "  CC       $<"
 	@$(CC) $(CFLAGS_COMMON) -o $@ $< -lpthread
 
-ALL_TARGETS += $(BENCH_TOUCH) $(BENCH_COPYFLOOR)
+# The floor under a fault's latency: one-page round trips with nothing else running.
+BENCH_ROUNDTRIP := $(BUILD)/bench/roundtrip
+
+$(BENCH_ROUNDTRIP): bench/restore/roundtrip.c lib/uffd-compat.h
+	@mkdir -p $(dir $@)
+	@echo "  CC       $<"
+	@$(CC) $(CFLAGS_COMMON) -o $@ $< -lpthread
+
+ALL_TARGETS += $(BENCH_TOUCH) $(BENCH_COPYFLOOR) $(BENCH_ROUNDTRIP)
 
 .PHONY: bench-restore
 # Overrides: make bench-restore QUICK=1 | FULL_FLOOR=1 | ROWS="256:1000:busy,idle 512:20000:busy" | REPS=5
