@@ -61,39 +61,51 @@ struct uffdio_poison {
 #define USERFAULTFD_IOC_NEW _IO(USERFAULTFD_IOC, 0x00)
 #endif
 
-/*
- * A new userfaultfd (flags: O_CLOEXEC, O_NONBLOCK): the system call, else
- * /dev/userfaultfd, which works where the call is refused (a seccomp filter, or
- * vm.unprivileged_userfaultfd=0 for a user without CAP_SYS_PTRACE).  *via_dev,
- * if given, says which one answered.  -1 with errno set if neither did.
- */
-static inline int lr_uffd_open(int flags, bool *via_dev)
+static inline int lr_uffd_from_dev(int flags)
 {
-	int fd = (int)syscall(SYS_userfaultfd, flags), dev, er = errno;
+	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC), fd, er;
 
-	if (via_dev)
-		*via_dev = false;
-	if (fd >= 0)
-		return fd;
-	dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-	if (dev < 0) {
-		errno = er; /* the system call's reason is the one to report */
+	if (dev < 0)
 		return -1;
-	}
 	fd = ioctl(dev, USERFAULTFD_IOC_NEW, flags);
 	er = errno;
 	close(dev);
 	errno = er;
-	if (via_dev)
-		*via_dev = fd >= 0;
 	return fd;
 }
 
-/* lr_uffd_open() and the UFFDIO_API handshake asking for features; -1 with errno set. */
+/*
+ * A new userfaultfd (flags: O_CLOEXEC, O_NONBLOCK) from the system call and
+ * /dev/userfaultfd, the device first if dev_first.  The device works where the
+ * call is refused (a seccomp filter, or vm.unprivileged_userfaultfd=0 for a
+ * user without CAP_SYS_PTRACE).  *via_dev, if given, says which one answered.
+ * -1 with errno set if neither did: the system call's reason.
+ */
+static inline int lr_uffd_open(int flags, bool dev_first, bool *via_dev)
+{
+	int fd = dev_first ? lr_uffd_from_dev(flags) : -1, er;
+
+	if (via_dev)
+		*via_dev = fd >= 0;
+	if (fd >= 0)
+		return fd;
+	fd = (int)syscall(SYS_userfaultfd, flags);
+	if (fd >= 0 || dev_first)
+		return fd;
+	er = errno;
+	fd = lr_uffd_from_dev(flags);
+	if (via_dev)
+		*via_dev = fd >= 0;
+	if (fd < 0)
+		errno = er;
+	return fd;
+}
+
+/* lr_uffd_open() (the system call first) and the UFFDIO_API handshake asking for features; -1 with errno set. */
 static inline int lr_uffd_new(int flags, __u64 features)
 {
 	struct uffdio_api api = {.api = UFFD_API, .features = features};
-	int fd = lr_uffd_open(flags, NULL), er;
+	int fd = lr_uffd_open(flags, false, NULL), er;
 
 	if (fd < 0)
 		return -1;

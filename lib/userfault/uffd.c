@@ -77,7 +77,7 @@ int uf_setup(void)
 int uf_open(const char *fn, __u64 features)
 {
 	struct uffdio_api api = {.api = UFFD_API, .features = features};
-	int fd = lr_uffd_open(O_CLOEXEC | O_NONBLOCK, NULL);
+	int fd = lr_uffd_open(O_CLOEXEC | O_NONBLOCK, true, NULL);
 
 	if (fd < 0)
 		return uf_fail(errno, fn, "cannot open a userfaultfd (neither /dev/userfaultfd nor the syscall)", NULL);

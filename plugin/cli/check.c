@@ -154,7 +154,6 @@ static void probe_host(void)
 
 /* ---- userfaultfd ------------------------------------------------------------------------- */
 
-/* A new uffd, by the syscall or else /dev/userfaultfd; -1 if neither works. */
 static void probe_uffd_syscall(bool *usable)
 {
 	struct fact *f = add("userfaultfd_syscall", "userfaultfd syscall", false,
@@ -251,7 +250,7 @@ static void probe_uffd_features(bool usable, bool *required_ok)
 	scan = add("pagemap_scan", "PAGEMAP_SCAN", false,
 		   "no PAGEMAP_SCAN ioctl (Linux >= 6.7): dirty pages must be found by reading pagemap");
 
-	fd = usable ? lr_uffd_open(O_CLOEXEC | O_NONBLOCK, &dev) : -1;
+	fd = usable ? lr_uffd_open(O_CLOEXEC | O_NONBLOCK, false, &dev) : -1;
 	if (fd < 0) {
 		set(api, false, "no userfaultfd");
 	} else if (ioctl(fd, UFFDIO_API, &a)) {
@@ -270,7 +269,7 @@ static void probe_uffd_features(bool usable, bool *required_ok)
 		size_t len = 4 * 4096;
 		void *m;
 
-		fd = lr_uffd_open(O_CLOEXEC | O_NONBLOCK, &dev);
+		fd = lr_uffd_open(O_CLOEXEC | O_NONBLOCK, false, &dev);
 		if (fd < 0 || ioctl(fd, UFFDIO_API, &b)) {
 			set(api, false, "UFFDIO_API features 0x%llx: %s", (unsigned long long)(LAZY_FEATURES),
 			    strerror(errno));
@@ -316,7 +315,7 @@ static void probe_uffd_features(bool usable, bool *required_ok)
 		struct uffdio_api c = {.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
 		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-		fd = lr_uffd_open(O_CLOEXEC | O_NONBLOCK, &dev);
+		fd = lr_uffd_open(O_CLOEXEC | O_NONBLOCK, false, &dev);
 		if (fd < 0 || m == MAP_FAILED || ioctl(fd, UFFDIO_API, &c)) {
 			set(wpreg, false, "handshake: %s", strerror(errno));
 		} else {

@@ -189,7 +189,11 @@ static inline int lr_stage(const struct lr_engine *e)
 }
 /* Move to stage s if not there or beyond yet; true if this call moved it. */
 bool lr_stage_enter(struct lr_engine *e, int s);
-/* Fault thread: does a uffd (or the engine's wake-up) have something to read?  Does not consume it. */
+/*
+ * Fault thread: does a uffd (or the engine's wake-up) have something to read?
+ * The event found is kept, not consumed: lr_take_ready() hands it to the next
+ * dispatch (1, or 0 if none is kept).
+ */
 bool lr_fault_waiting(struct lr_engine *e);
 int lr_take_ready(struct lr_engine *e, struct epoll_event *ev);
 void lr_engine_kick(struct lr_engine *e);

@@ -142,7 +142,7 @@ static int new_fd(bool pipe_end)
 	int p[2], fd;
 
 	if (!pipe_end) {
-		fd = lr_uffd_open(O_CLOEXEC | O_NONBLOCK, NULL);
+		fd = lr_uffd_open(O_CLOEXEC | O_NONBLOCK, false, NULL);
 		if (fd < 0)
 			fatal("userfaultfd: %s", strerror(errno));
 		return fd;
