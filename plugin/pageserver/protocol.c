@@ -49,7 +49,7 @@ static const struct ps_image *find_image(const struct ps_image *imgs, size_t nr,
 }
 
 int ps_answer_get(const struct ps_image *imgs, size_t nr, const struct ps_iov *req, struct ps_iov *reply,
-		  const uint8_t **data, char *err, size_t errlen)
+		  const uint8_t **data, const struct ps_image **from, char *err, size_t errlen)
 {
 	const struct ps_image *im = find_image(imgs, nr, req->dst_id);
 	struct img_page_run run;
@@ -83,5 +83,7 @@ int ps_answer_get(const struct ps_image *imgs, size_t nr, const struct ps_iov *r
 	reply->cmd = PS_IOV_ADD_F | (PS_PE_PRESENT << PS_FLAGS_SHIFT);
 	reply->nr_pages = (uint32_t)n;
 	*data = im->pages + off;
+	if (from)
+		*from = im;
 	return 0;
 }

@@ -38,15 +38,17 @@ struct ps_image {
 	const struct img_mm *mm;
 	const uint8_t *pages;
 	uint64_t pages_size;
+	int pages_fd; /* the same file open, for sendfile; -1: none */
 };
 
 /*
  * The answer to a checked GET: *reply (PS_IOV_ADD_F, 1..PS_MAX_REPLY_PAGES
  * pages, never past the pagemap entry holding vaddr nor past pages_size) and
- * *data, its bytes in the pages file.  -1 with err if the dump does not hold
- * the page (not in a present entry, or not wholly inside pages_size).
+ * *data, its bytes in the pages file; *from (if not NULL) the image they are
+ * in.  -1 with err if the dump does not hold the page (not in a present entry,
+ * or not wholly inside pages_size).
  */
 int ps_answer_get(const struct ps_image *imgs, size_t nr, const struct ps_iov *req, struct ps_iov *reply,
-		  const uint8_t **data, char *err, size_t errlen);
+		  const uint8_t **data, const struct ps_image **from, char *err, size_t errlen);
 
 #endif

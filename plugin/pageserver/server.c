@@ -132,8 +132,8 @@ static int load_images(struct ps_server *s, const char *path)
 		}
 	}
 	for (size_t i = 0; i < s->nr_tasks; i++)
-		s->images[i] =
-		    (struct ps_image){s->tasks[i].pid, s->tasks[i].mm, s->tasks[i].pages.base, s->tasks[i].pages.size};
+		s->images[i] = (struct ps_image){s->tasks[i].pid, s->tasks[i].mm, s->tasks[i].pages.base,
+						 s->tasks[i].pages.size, s->tasks[i].pages.fd};
 	return 0;
 }
 
@@ -234,44 +234,32 @@ static int send_iov(struct ps_conn *s, struct iovec *iov, int n)
 	return send_iov_flags(s, iov, n, 0);
 }
 
-/* The pages file behind data (a pointer into one task's mapping), or NULL. */
-static const struct img_pages *pages_of(const struct ps_server *srv, const uint8_t *data)
-{
-	for (size_t i = 0; i < srv->nr_tasks; i++) {
-		const struct img_pages *p = &srv->tasks[i].pages;
-		if (p->base && data >= p->base && data < p->base + p->size)
-			return p;
-	}
-	return NULL;
-}
-
 /*
  * Plain TCP: the pages go from the page cache to the socket by sendfile, not
  * through the mapping: a first read of each mapped page is a page fault, and
  * on a PVM guest (shadow page tables) those made our session thread the
  * bottleneck of a loopback restore (bench/net/README.md).
  */
-static int send_pages(struct ps_conn *s, const uint8_t *data, size_t len)
+static int send_pages(struct ps_conn *s, const struct ps_image *im, const uint8_t *data, size_t len)
 {
-	const struct img_pages *p = pages_of(s->srv, data);
-	off_t off;
+	off_t off = (off_t)(data - im->pages);
 
-	if (!p) {
+	if (im->pages_fd < 0) {
 		struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
 		return send_iov(s, &iov, 1);
 	}
-	off = (off_t)(data - p->base);
 	while (len) {
-		ssize_t w = sendfile(s->sk, p->fd, &off, len);
+		ssize_t w = sendfile(s->sk, im->pages_fd, &off, len);
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			pr_perror("peer %s: sendfile of pages file %u at %lld", s->peer, p->id, (long long)off);
+			pr_perror("peer %s: sendfile of pages-%u.img at %lld", s->peer, im->mm->pages_id,
+				  (long long)off);
 			return -1;
 		}
 		if (w == 0) { /* the file shrank under us */
-			pr_err("peer %s: pages file %u ends at %lld, inside an answer\n", s->peer, p->id,
+			pr_err("peer %s: pages-%u.img ends at %lld, inside an answer\n", s->peer, im->mm->pages_id,
 			       (long long)off);
 			return -1;
 		}
@@ -283,11 +271,12 @@ static int send_pages(struct ps_conn *s, const uint8_t *data, size_t len)
 /* Answer a GET with at most the pages of one present pagemap entry, from the pages file. */
 static int serve_get(struct ps_conn *s, const struct ps_iov *req, uint64_t req_off)
 {
+	const struct ps_image *im;
 	const uint8_t *data;
 	struct ps_iov reply;
 	char why[200];
 
-	if (ps_answer_get(s->srv->images, s->srv->nr_tasks, req, &reply, &data, why, sizeof(why))) {
+	if (ps_answer_get(s->srv->images, s->srv->nr_tasks, req, &reply, &data, &im, why, sizeof(why))) {
 		pr_err("peer %s: offset %llu: %s\n", s->peer, (unsigned long long)req_off, why);
 		return -1;
 	}
@@ -299,9 +288,9 @@ static int serve_get(struct ps_conn *s, const struct ps_iov *req, uint64_t req_o
 	pr_debug("peer %s: GET pid %llu %#llx %u pages -> %u\n", s->peer, (unsigned long long)req->dst_id,
 		 (unsigned long long)req->vaddr, req->nr_pages, reply.nr_pages);
 	bool pages = iov[1].iov_len > 0;
-	int r = s->io.tls
-		    ? send_iov(s, iov, 2)
-		    : send_iov_flags(s, iov, 1, pages ? MSG_MORE : 0) || (pages && send_pages(s, data, iov[1].iov_len));
+	int r = s->io.tls ? send_iov(s, iov, 2)
+			  : send_iov_flags(s, iov, 1, pages ? MSG_MORE : 0) ||
+				(pages && send_pages(s, im, data, iov[1].iov_len));
 	if (r)
 		return -1;
 	s->pages_sent += reply.nr_pages;

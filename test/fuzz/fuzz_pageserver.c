@@ -350,7 +350,7 @@ static bool load_dump(void)
 		check_read_back(t);
 		stamp_pages(t);
 		/* img_pages_map() maps nothing for an empty file */
-		imgs[i] = (struct ps_image){t->pid, &t->mm, size ? t->pages : NULL, size};
+		imgs[i] = (struct ps_image){t->pid, &t->mm, size ? t->pages : NULL, size, -1};
 	}
 	return true;
 }
@@ -476,7 +476,7 @@ static void check_get(const struct ps_iov *req)
 	if (e && (e->flags & IMG_PE_PRESENT))
 		held = e->off + (req->vaddr - e->vaddr) + IMG_PAGE_SIZE <= imgs[ix].pages_size;
 	memset(err, 0xa5, sizeof(err));
-	r = ps_answer_get(imgs, nr_tasks, req, &reply, &data, err, sizeof(err));
+	r = ps_answer_get(imgs, nr_tasks, req, &reply, &data, NULL, err, sizeof(err));
 	if (r != 0 && r != -1)
 		violation("ps_answer_get returned %d", r);
 	if (r == -1 && held)
