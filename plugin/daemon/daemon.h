@@ -25,7 +25,8 @@ struct lr_daemon_opts {
 	int port;
 	enum ps_wire wire;
 	struct lr_tls_opts tls;
-	bool record_ws; /* write the first faults as the dump's working set (engine/ws.h) */
+	bool record_ws;		/* write the first faults as the dump's working set (engine/ws.h) */
+	unsigned record_ws_for; /* s after the restore-finished marker with no prefetch while recording */
 };
 
 int lr_daemon_run(const struct lr_daemon_opts *o);

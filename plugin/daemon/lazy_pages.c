@@ -87,11 +87,19 @@ static const char usage_text[] =
     "      --tls-no-cn-verify do not check the server's certificate against HOST\n"
     "      --record-ws        note the order in which pages are first faulted, per task,\n"
     "                         and write it at exit as the dump's working set,\n"
-    "                         DIR/lazyrestore-ws.img (bounded: 1 GiB of pages a task).\n"
+    "                         DIR/lazyrestore-ws.img (bounded: 1 GiB of pages a task),\n"
+    "                         replacing the file there (which is not replayed then).\n"
     "                         Whenever that file is there and was made for this very\n"
     "                         dump, every task's working set is installed first, in\n"
     "                         large batches, right after its hand-off; a file of\n"
     "                         another dump, or a damaged one, is ignored with a warning\n"
+    "      --record-ws-for SECONDS\n"
+    "                         with --record-ws: for this long after the restore-finished\n"
+    "                         marker nothing is prefetched, so that every page the tree\n"
+    "                         touches first in that time faults and is recorded; then\n"
+    "                         the prefetch runs and recording ends (default 5; 0: the\n"
+    "                         prefetch from the marker on, and only the pages it did not\n"
+    "                         reach first are recorded, until the end)\n"
     "      --no-default-config  accepted for criu compatibility; there is no config file\n"
     "  -h, --help             this text\n"
     "\n"
@@ -113,6 +121,7 @@ enum {
 	OPT_PORT,
 	OPT_WIRE,
 	OPT_RECORD_WS,
+	OPT_RECORD_WS_FOR,
 	OPT_TLS, /* LR_TLS_NR_OPTS ids from here: last */
 };
 
@@ -136,6 +145,7 @@ static const struct option long_opts[] = {
     {"wire", required_argument, NULL, OPT_WIRE},
     LR_TLS_LONGOPTS(OPT_TLS),
     {"record-ws", no_argument, NULL, OPT_RECORD_WS},
+    {"record-ws-for", required_argument, NULL, OPT_RECORD_WS_FOR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -164,6 +174,7 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 	o->status_fd = -1;
 	o->level = LR_LOG_WARN;
 	o->workers = 1;
+	o->record_ws_for = 5;
 	o->workers_beside_faults = -1;
 	o->address = "127.0.0.1";
 	o->port = -1;
@@ -269,6 +280,11 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 			break;
 		case OPT_RECORD_WS:
 			o->record_ws = true;
+			break;
+		case OPT_RECORD_WS_FOR:
+			if (parse_uint("--record-ws-for", optarg, 3600, &v))
+				return -1;
+			o->record_ws_for = (unsigned)v;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

@@ -192,7 +192,7 @@ static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opt
 	if (!src)
 		return -1;
 	s.e = lr_engine_create(src, &eo);
-	if (!s.e || lr_ws_setup(s.e, d->img.dir, o->record_ws) || watch_restore(s.e, peer) ||
+	if (!s.e || lr_ws_setup(s.e, d->img.dir, o->record_ws, o->record_ws_for) || watch_restore(s.e, peer) ||
 	    pthread_create(&th, NULL, handoff_thread, &s)) {
 		pr_err("can't start serving the restore");
 		goto out;

@@ -199,10 +199,10 @@ bool lr_pending_work(struct lr_engine *e)
 	return false;
 }
 
-/* Lock held: claim a chunk into slot c, or return false when nothing is left. */
+/* Lock held: claim a chunk into slot c, or return false when nothing is left (or the prefetch waits). */
 bool lr_claim_take(struct lr_engine *e, struct lr_claim *c)
 {
-	struct lr_task *t = next_task(e);
+	struct lr_task *t = lr_ws_hold_in(e) ? NULL : next_task(e);
 	struct lr_range r;
 
 	if (!t || lr_ranges_pick(&t->pending, e->hint_addr, PREFETCH_CHUNK, &r))

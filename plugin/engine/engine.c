@@ -297,7 +297,7 @@ int lr_engine_run(struct lr_engine *e)
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		bool stop = lr_stage(e) >= STAGE_STOPPING, done = all_done(e);
-		int over_in = restore_over_in(e), calm_in = lr_prefetch_calm_in(e);
+		int over_in = restore_over_in(e), calm_in = lr_prefetch_calm_in(e), hold_in = lr_ws_hold_in(e);
 		if (progress)
 			draw_progress(e);
 		pthread_mutex_unlock(&e->lock);
@@ -318,6 +318,8 @@ int lr_engine_run(struct lr_engine *e)
 			timeout = over_in;
 		if (calm_in > 0 && (timeout < 0 || calm_in < timeout))
 			timeout = calm_in;
+		if (hold_in > 0 && (timeout < 0 || hold_in < timeout))
+			timeout = hold_in;
 		int n = lr_take_ready(e, evs);
 		if (!n)
 			n = epoll_wait(e->epfd, evs, 32, timeout);

@@ -304,7 +304,8 @@ static void *worker(void *arg)
 	enter_idle(e, tid);
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
-		while (lr_stage(e) < STAGE_STOPPING && !(lr_stage(e) >= STAGE_FINISHED && lr_pending_work(e)))
+		while (lr_stage(e) < STAGE_STOPPING &&
+		       !(lr_stage(e) >= STAGE_FINISHED && lr_pending_work(e) && !lr_ws_hold_in(e)))
 			pthread_cond_wait(&e->work, &e->lock);
 		bool stop = lr_stage(e) >= STAGE_STOPPING;
 		pthread_mutex_unlock(&e->lock);

@@ -517,6 +517,7 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 	long i = lr_ranges_find(&t->pending, addr);
 	if (i >= 0) {
 		struct lr_range rg = t->pending.v[i];
+		lr_ws_note(e, t, rg.img + (addr - rg.start));
 		lr_adapt_window(t, addr);
 		uint64_t end = addr + (uint64_t)t->window * PAGE, img = rg.img + (addr - rg.start);
 		if (end > rg.end)

@@ -34,6 +34,8 @@ struct ws_run {
 struct lr_ws {
 	struct img_dir *dir;
 	bool record, full_warned;
+	unsigned hold_s; /* recording: no prefetch for this long after the marker */
+	bool hold_over;	 /* engine lock: that window has passed (recording ended with it) */
 	uint64_t ident;
 	struct img_ws file; /* the working set to replay (no tasks if none) */
 	struct ws_rec *rec; /* by task index; fault thread only */
@@ -71,7 +73,7 @@ static void load(struct lr_ws *ws, const char *path)
 		(unsigned long long)n, ws->file.nr_tasks);
 }
 
-int lr_ws_setup(struct lr_engine *e, struct img_dir *dir, bool record)
+int lr_ws_setup(struct lr_engine *e, struct img_dir *dir, bool record, unsigned hold_s)
 {
 	struct lr_ws *ws = calloc(1, sizeof(*ws));
 	struct img_err err;
@@ -82,12 +84,21 @@ int lr_ws_setup(struct lr_engine *e, struct img_dir *dir, bool record)
 	}
 	ws->dir = dir;
 	ws->record = record;
+	ws->hold_s = record ? hold_s : 0;
 	if (img_ws_ident(dir, &ws->ident, &err)) {
 		pr_warn("%s: no working set replayed or recorded", err.msg);
 		free(ws);
 		return record ? -1 : 0;
 	}
-	load(ws, img_dir_path(dir));
+	if (!record)
+		load(ws, img_dir_path(dir));
+	else if (hold_s)
+		pr_info("recording the working set: no prefetch for %u s after the restore-finished marker, so "
+			"that every page touched first then faults; %s/%s is replaced, not replayed",
+			hold_s, img_dir_path(dir), IMG_WS_FILE);
+	else
+		pr_info("recording the working set beside the prefetch: %s/%s is replaced, not replayed",
+			img_dir_path(dir), IMG_WS_FILE);
 	e->ws = ws; /* before the hand-off thread and the fault loop start */
 	return 0;
 }
@@ -117,7 +128,7 @@ void lr_ws_note(struct lr_engine *e, struct lr_task *t, uint64_t img)
 {
 	struct lr_ws *ws = e->ws;
 
-	if (!ws || !ws->record || !t->vpid) /* fork children have no images of their own */
+	if (!ws || !ws->record || ws->hold_over || !t->vpid) /* fork children have no images of their own */
 		return;
 	if (t->idx >= ws->nr_rec) {
 		size_t n = t->idx + 1;
@@ -150,6 +161,25 @@ void lr_ws_note(struct lr_engine *e, struct lr_task *t, uint64_t img)
 	}
 	r->pages[r->nr++] = img;
 	ws->total_rec++;
+}
+
+int lr_ws_hold_in(struct lr_engine *e)
+{
+	struct lr_ws *ws = e->ws;
+
+	if (!ws || !ws->hold_s || ws->hold_over)
+		return 0;
+	if (lr_stage(e) < STAGE_FINISHED)
+		return -1;
+	double left = e->stats.t_finished + ws->hold_s - lr_now();
+	if (left > 0 && lr_stage(e) < STAGE_STOPPING)
+		return (int)(left * 1e3) + 1;
+	ws->hold_over = true;
+	pr_info("working set: %llu pages recorded in the %u s after the restore-finished marker; the prefetch "
+		"starts, later faults are not recorded",
+		(unsigned long long)ws->total_rec, ws->hold_s);
+	pthread_cond_broadcast(&e->work);
+	return 0;
 }
 
 static int cmp_u64(const void *a, const void *b)

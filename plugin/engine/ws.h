@@ -2,8 +2,8 @@
 /*
  * Working-set replay (images/ws.h has the file).  With recording on, the
  * fault thread notes the dump-time address of every faulting page of a
- * hand-off task, in order; at the end the list is written next to the
- * images.  A later restore that finds a file made for this very dump installs
+ * hand-off task, in order (while the prefetch waits: lr_ws_setup()); at the
+ * end the list is written next to the images.  A later restore that finds a file made for this very dump installs
  * each task's list first, from the fault thread, right after the task's
  * hand-off: in batches of up to WS_BATCH pages, sorted and merged into runs,
  * each run copied with UFFDIO_COPY_MODE_DONTWAKE and woken once at the end
@@ -24,11 +24,22 @@ struct lr_task;
 
 /*
  * Before the hand-off: read DIR's working-set file (a stale, foreign or bad
- * one is ignored with a warning) and, with record, note first faults for
- * lr_ws_save().  dir must outlive the engine.  -1 only if recording is
- * impossible (the dump's identity unreadable).
+ * one is ignored with a warning) or, with record, note first faults for
+ * lr_ws_save() instead.  Recording with hold_s, the prefetch waits hold_s
+ * seconds after the restore-finished marker, so that every page the tree
+ * touches first in that time faults (and is noted); recording ends then.
+ * Beside the prefetch (hold_s 0), only the pages it did not reach first
+ * would be noted: a replay of that list leaves the rest to fault.  dir must
+ * outlive the engine.  -1 only if recording is impossible (the dump's
+ * identity unreadable).
  */
-int lr_ws_setup(struct lr_engine *e, struct img_dir *dir, bool record);
+int lr_ws_setup(struct lr_engine *e, struct img_dir *dir, bool record, unsigned hold_s);
+/*
+ * Engine lock held: whether the prefetch waits for a recording window: ms
+ * left, -1 before the marker, 0 if not (any more); the call that finds the
+ * window passed wakes the workers.
+ */
+int lr_ws_hold_in(struct lr_engine *e);
 /* Engine lock held: a hand-off task; its working set is installed at the fault thread's next turn. */
 void lr_ws_task_added(struct lr_engine *e, struct lr_task *t);
 /* Fault thread: a fault on the page whose dump-time address is img. */
