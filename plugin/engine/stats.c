@@ -84,9 +84,9 @@ static void write_thp(FILE *f, const struct lr_stats *s)
 	fprintf(f, "],\n");
 	fprintf(f,
 		"  \"ws_pages\": %llu,\n  \"ws_skipped\": %llu,\n  \"ws_recorded\": %llu,\n"
-		"  \"ws_ms\": %.3f\n",
+		"  \"ws_gap_pages\": %llu,\n  \"ws_ms\": %.3f\n",
 		(unsigned long long)s->ws_pages, (unsigned long long)s->ws_skipped, (unsigned long long)s->ws_recorded,
-		s->ws_ms);
+		(unsigned long long)s->ws_gap_pages, s->ws_ms);
 }
 
 int lr_stats_write_json(const struct lr_stats *s, const char *path)

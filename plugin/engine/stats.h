@@ -35,8 +35,11 @@ struct lr_stats {
 	uint64_t step_max;     /* largest background step, bytes */
 	/* huge pages (thp.c): 2 MiB extents of THP-eligible lazy VMAs, collapses, AnonHugePages after */
 	uint64_t thp_extents, thp_collapsed, thp_failed, thp_collapse_ns;
-	/* working set (ws.c): pages installed by the replay, not pending any more, recorded; longest replay */
-	uint64_t ws_pages, ws_skipped, ws_recorded;
+	/*
+	 * working set (ws.c): recorded pages installed by the replay, not pending any more, recorded;
+	 * pages between them installed with them; longest replay
+	 */
+	uint64_t ws_pages, ws_skipped, ws_recorded, ws_gap_pages;
 	double ws_ms;
 	unsigned thp_nr;
 	struct {

@@ -9,7 +9,12 @@
 #include "plugin/engine/ws.h"
 #include "plugin/log/log.h"
 
-#define WS_BATCH 512U /* pages per batch: the fault thread is away from its uffds for one batch */
+/*
+ * Pages per batch: the fault thread looks for faults between batches, so a
+ * fault waits for one at most (some 100 us of copies).
+ */
+#define WS_BATCH 32U
+#define WS_GAP	 2U /* pending pages between two of a batch's installed with them: one copy, not two */
 
 /* A hand-off task's first faults (fault thread only). */
 struct ws_rec {
@@ -189,7 +194,8 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /*
- * Lock held: take the batch's pages out of t's pending ranges, merged into runs.
+ * Lock held: take the batch's pages out of t's pending ranges, merged into runs
+ * (with pending gaps of up to WS_GAP pages: a copy costs more than its bytes).
  * A page is taken only where it still sits at its dump-time address (no
  * remap moved it) and nobody installed or claimed it yet.
  */
@@ -209,8 +215,8 @@ static size_t take_runs(struct lr_engine *e, struct lr_ws *ws, struct lr_task *t
 			continue;
 		}
 		struct ws_run *last = nr ? &ws->runs[nr - 1] : NULL;
-		/* one range holds [last->start, p + PAGE) if it holds both ends */
-		if (last && last->end == p && p - last->start < FAULT_AROUND_MAX * PAGE &&
+		/* one range holds [last->start, p + PAGE), the gap too, if it holds both ends */
+		if (last && p - last->end <= WS_GAP * PAGE && p - last->start < FAULT_AROUND_MAX * PAGE &&
 		    lr_ranges_find(&t->pending, last->start) == k)
 			last->end = p + PAGE;
 		else
@@ -224,17 +230,30 @@ static size_t take_runs(struct lr_engine *e, struct lr_ws *ws, struct lr_task *t
 	return nr;
 }
 
+/* The batch's own (recorded) pages in [start, end), from *pos on: the batch is sorted, and asked in order. */
+static uint64_t batch_pages(const struct lr_ws *ws, size_t n, size_t *pos, uint64_t start, uint64_t end)
+{
+	uint64_t nr = 0;
+
+	for (; *pos < n && ws->batch[*pos] < end; ++*pos)
+		if (ws->batch[*pos] >= start && !(*pos && ws->batch[*pos - 1] == ws->batch[*pos]))
+			nr++;
+	return nr;
+}
+
 /*
- * Copy the runs without waking anyone, then wake each once (a thread that
- * faulted on a page meanwhile waits for that; a page left out faults again).
- * On EAGAIN or a gone task, what was not installed goes back to pending
- * before the fault thread reads the event that caused it.
+ * Copy the runs without waking anyone, then wake the batch's span once (a
+ * thread that faulted on a page meanwhile waits for that; one woken on a
+ * page left out faults again).  On EAGAIN or a gone task, what was not
+ * installed goes back to pending before the fault thread reads the event
+ * that caused it.
  */
-static int copy_runs(struct lr_engine *e, struct lr_ws *ws, struct lr_task *t, size_t nr, uint64_t *installed)
+static int copy_runs(struct lr_engine *e, struct lr_ws *ws, struct lr_task *t, size_t nr, size_t n, uint64_t *installed,
+		     uint64_t *gap)
 {
 	uint64_t done = 0;
 	int r = INSTALL_OK;
-	size_t i;
+	size_t i, pos = 0;
 
 	for (i = 0; i < nr; i++) {
 		struct ws_run *run = &ws->runs[i];
@@ -244,12 +263,14 @@ static int copy_runs(struct lr_engine *e, struct lr_ws *ws, struct lr_task *t, s
 		if (lr_source(e, t, run->start, run->start, len, e->fault_buf, &data))
 			return INSTALL_FATAL; /* the tree is killed */
 		r = lr_copy_mode(e, t, run->start, data, len, UFFDIO_COPY_MODE_DONTWAKE, &done, &got, NULL);
-		*installed += got / PAGE;
+		/* got: what this copy installed of [start, start + done); EEXIST pages are someone else's */
+		uint64_t own = batch_pages(ws, n, &pos, run->start, run->start + done);
+		*installed += own < got / PAGE ? own : got / PAGE;
+		*gap += got / PAGE > own ? got / PAGE - own : 0;
 		if (r != INSTALL_OK)
 			break;
 	}
-	for (size_t k = 0; k < nr; k++)
-		lr_wake(t, ws->runs[k].start, ws->runs[k].end - ws->runs[k].start);
+	lr_wake(t, ws->runs[0].start, ws->runs[i < nr ? i : nr - 1].end - ws->runs[0].start);
 	if (r == INSTALL_OK || r == INSTALL_FATAL)
 		return r;
 	ws->runs[i].start += done;
@@ -268,7 +289,7 @@ static int copy_runs(struct lr_engine *e, struct lr_ws *ws, struct lr_task *t, s
 bool lr_ws_replay_step(struct lr_engine *e)
 {
 	struct lr_ws *ws = e->ws;
-	uint64_t skipped = 0, installed = 0;
+	uint64_t skipped = 0, installed = 0, gap = 0;
 
 	/*
 	 * Not before the restore-finished marker: until then criu's restorer
@@ -294,8 +315,9 @@ bool lr_ws_replay_step(struct lr_engine *e)
 		q->pos = q->list->nr;
 	}
 	pthread_mutex_unlock(&e->lock);
-	int r = nr ? copy_runs(e, ws, t, nr, &installed) : INSTALL_OK;
+	int r = nr ? copy_runs(e, ws, t, nr, n, &installed, &gap) : INSTALL_OK;
 	__atomic_fetch_add(&e->stats.ws_pages, installed, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&e->stats.ws_gap_pages, gap, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&e->stats.ws_skipped, skipped, __ATOMIC_RELAXED);
 	if (r == INSTALL_FATAL)
 		return false;

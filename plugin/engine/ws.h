@@ -3,11 +3,12 @@
  * Working-set replay (images/ws.h has the file).  With recording on, the
  * fault thread notes the dump-time address of every faulting page of a
  * hand-off task, in order (while the prefetch waits: lr_ws_setup()); at the
- * end the list is written next to the images.  A later restore that finds a file made for this very dump installs
- * each task's list first, from the fault thread, right after the task's
- * hand-off: in batches of up to WS_BATCH pages, sorted and merged into runs,
- * each run copied with UFFDIO_COPY_MODE_DONTWAKE and woken once at the end
- * of its batch.  The fault thread does it itself, so no fault can look for
+ * end the list is written next to the images.  A later restore that finds
+ * a file made for this very dump installs each task's list first, from the
+ * fault thread, right after the task's hand-off, faults served between its
+ * batches of up to WS_BATCH pages, each sorted and merged into runs,
+ * each run copied with UFFDIO_COPY_MODE_DONTWAKE, the batch's span woken
+ * once at its end.  The fault thread does it itself, so no fault can look for
  * a page between its removal from the pending ranges and its install, and a
  * REMOVE read afterwards drops whatever a failed (EAGAIN) run gave back.
  */

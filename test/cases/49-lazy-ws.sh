@@ -28,16 +28,17 @@ at_exit ws_cleanup
 # signal sent after criu returns to every page), and after the working-set pass
 # otherwise.  Sets MINFLT and FAULTED (the pages whose read faulted).
 restore_ws() {
-	local name=$1 img=$2 dir=$3 p=$4 res rec=
+	local name=$1 img=$2 dir=$3 p=$4 res rec='' early=''
 	shift 4
 	[[ " $* " == *" --record-ws "* ]] && rec=1
+	[ "${1:-}" = --early ] && { early=1; shift; }
 	MINFLT=
 	FAULTED=
 	wait_tree_gone "$img" || { fail "$name" "dumped pids still in use"; return 1; }
 	rm -f "$dir/touched.$p" "$dir/go.$p"
-	[ -n "$rec" ] && : >"$dir/go.$p"
+	[ -n "$rec$early" ] && : >"$dir/go.$p"
 	lazy_restore "$name" "$LAZYRESTORE" "$img" "$@" || return 1
-	if [ -s "$img/lazyrestore-ws.img" ] && [ -z "$rec" ] &&
+	if [ -s "$img/lazyrestore-ws.img" ] && [ -z "$rec$early" ] &&
 		! grep -q 'ignored' "$img/lazy-pages-$name.log"; then
 		_bound_poll 30 grep -q 'working set installed' "$img/lazy-pages-$name.log" ||
 			fail "$name-ws-pass" "no 'working set installed' line in lazy-pages-$name.log"
@@ -92,6 +93,12 @@ if [ -n "$rec" ] && [ "${got:-0}" -gt 0 ] && [ $((got + skipped)) = "$rec" ] && 
 else
 	fail "lazy-ws-replayed" "$figures${again:+; faulted again after the replay: pages $again}"
 fi
+
+# The reads racing the replay (they start as the tree resumes): faults served
+# between its batches, on pages it has yet to install.  Every word is checked.
+restore_ws lazy-ws-race "$d/img" "$d" "$pid" --early --workers 0
+st=$d/img/stats-lazy-ws-race.json
+echo "    the replay raced by the reads: $(stat_of "$st" faults) faults, $(stat_of "$st" ws_pages) recorded pages installed by the replay (and $(stat_of "$st" ws_gap_pages) between them), $(stat_of "$st" ws_skipped) not pending any more"
 
 # A foreign file: another dump of the same program must not take it.
 d2=$(scratch lazy-ws-foreign)
