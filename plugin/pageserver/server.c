@@ -39,7 +39,8 @@ static const char usage_text[] =
     "\n"
     "Serve the pages of the CRIU dump in DIR over TCP, speaking CRIU's\n"
     "page-server protocol: each PS_IOV_GET (pid, address, count) is answered\n"
-    "with PS_IOV_ADD_F and the pages, read from the mmap of the pages files.\n"
+    "with PS_IOV_ADD_F and the pages, sent from the pages files (sendfile;\n"
+    "with TLS, encrypted from their mapping).\n"
     "This is what `criu lazy-pages --page-server` and remote lazy restores ask.\n"
     "Unlike `criu page-server --lazy-pages` it needs no page pipes (so no\n"
     "fs.pipe-max-size or CAP_SYS_RESOURCE), serves many clients at once (each\n"
@@ -59,6 +60,12 @@ static const char usage_text[] =
     "                         (default 1; 0 = serve until killed)\n"
     "      --wire 4.1|4.2     header format: CRIU 4.1.1's 24 bytes (default) or\n"
     "                         the 32-byte one with a 64-bit page count\n"
+    "      --tcp-congestion NAME\n"
+    "                         the sessions' TCP congestion control (as in\n"
+    "                         /proc/sys/net/ipv4/tcp_available_congestion_control);\n"
+    "                         default: cubic (else reno) for a client on this host,\n"
+    "                         where a pacing one such as bbr only slows the stream,\n"
+    "                         the system's for any other\n"
     "      --tls              TLS as criu's: X.509 both ways, a client certificate\n"
     "                         signed by the CA is required before any byte is served\n"
     "      --tls-cacert FILE  CA (default /etc/pki/CA/cacert.pem + the system's)\n"
@@ -91,6 +98,7 @@ struct ps_server {
 	enum ps_wire wire;
 	struct lr_tls_creds *tls; /* NULL: plain TCP */
 	const char *verify_host;  /* with TLS: the client's certificate must name it (criu: --address) */
+	const char *congestion;	  /* TCP congestion control of the sessions; NULL: lr_io_congestion()'s choice */
 	/* the sessions: how many are open, how many failed; under lock */
 	pthread_mutex_t lock;
 	unsigned open, accepted, failed;
@@ -387,7 +395,8 @@ static int accept_peer(struct ps_conn *c, int lsk)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	char host[INET6_ADDRSTRLEN] = "?";
+	char host[INET6_ADDRSTRLEN] = "?", why[200], cc[16];
+	socklen_t cl = sizeof(cc);
 	int one = 1;
 
 	do
@@ -406,7 +415,12 @@ static int accept_peer(struct ps_conn *c, int lsk)
 						: ((struct sockaddr_in *)&ss)->sin_port));
 	/* answers go out whole and at once: a fault is waiting for each */
 	setsockopt(c->sk, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	pr_info("page-server: client %s\n", c->peer);
+	/* a congestion control named is the listening socket's, which accepted ones inherit */
+	if (!c->srv->congestion && lr_io_congestion(c->sk, NULL, why, sizeof(why)))
+		pr_warn("page-server: peer %s: %s\n", c->peer, why);
+	cc[0] = 0;
+	getsockopt(c->sk, IPPROTO_TCP, TCP_CONGESTION, cc, &cl);
+	pr_info("page-server: client %s (TCP congestion control %s)\n", c->peer, cc[0] ? cc : "?");
 	return 0;
 }
 
@@ -539,6 +553,7 @@ enum {
 	OPT_COMPAT,
 	OPT_SESSIONS,
 	OPT_WIRE,
+	OPT_CONGESTION,
 	OPT_TLS,
 };
 
@@ -561,6 +576,7 @@ int cmd_page_server(int argc, char **argv)
 	    {"port", required_argument, NULL, OPT_PORT},
 	    {"sessions", required_argument, NULL, OPT_SESSIONS},
 	    {"wire", required_argument, NULL, OPT_WIRE},
+	    {"tcp-congestion", required_argument, NULL, OPT_CONGESTION},
 	    LR_TLS_LONGOPTS(OPT_TLS),
 	    {"log-file", required_argument, NULL, 'o'},
 	    {"verbosity", optional_argument, NULL, OPT_VERBOSITY},
@@ -606,6 +622,14 @@ int cmd_page_server(int argc, char **argv)
 				fprintf(stderr, "lazyrestore page-server: --wire: '%s' is not 4.1 or 4.2\n", optarg);
 				return 2;
 			}
+			break;
+		case OPT_CONGESTION:
+			if (!*optarg || strlen(optarg) >= 16) {
+				fprintf(stderr, "lazyrestore page-server: --tcp-congestion: '%s' is not a name\n",
+					optarg);
+				return 2;
+			}
+			s.congestion = optarg;
 			break;
 		case 'o':
 			log = optarg;
@@ -658,6 +682,10 @@ int cmd_page_server(int argc, char **argv)
 	/* the first line: where the pages are reachable (warning level, so it is always there) */
 	pr_warn("page-server: listening on %s port %d (%s header, %s)\n", address, chosen,
 		s.wire == PS_WIRE_32 ? "32-byte" : "24-byte", s.tls ? "TLS, client certificate required" : "plain TCP");
+	if (s.congestion && lr_io_congestion(lsk, s.congestion, err, sizeof(err))) {
+		pr_err("page-server: --tcp-congestion: %s\n", err);
+		goto out;
+	}
 	if ((pidfile && write_pidfile(pidfile)) || load_images(&s, dir))
 		goto out;
 	if (port == 0) {

@@ -146,7 +146,7 @@ static void wake(struct psc *c)
 static int tcp_connect(struct psc *c, char *err, size_t errlen)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
-	char port[16];
+	char port[16], why[200];
 	int sk = -1, rc, one = 1, saved = 0;
 
 	snprintf(port, sizeof(port), "%d", c->o.port);
@@ -178,31 +178,10 @@ static int tcp_connect(struct psc *c, char *err, size_t errlen)
 		return -1;
 	}
 	setsockopt(sk, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* requests paced by bbr to a server on this host would wait on its timers */
+	if (lr_io_congestion(sk, NULL, why, sizeof(why)))
+		pr_debug("peer %s: %s", c->peer, why);
 	return sk;
-}
-
-/* Whether sk's peer is this host: a loopback address, or our own end's. */
-static bool peer_is_local(int sk)
-{
-	struct sockaddr_storage me, peer;
-	socklen_t ml = sizeof(me), pl = sizeof(peer);
-
-	if (getsockname(sk, (struct sockaddr *)&me, &ml) || getpeername(sk, (struct sockaddr *)&peer, &pl) ||
-	    me.ss_family != peer.ss_family)
-		return false;
-	if (peer.ss_family == AF_INET) {
-		struct in_addr a = ((struct sockaddr_in *)&peer)->sin_addr, b = ((struct sockaddr_in *)&me)->sin_addr;
-
-		return (ntohl(a.s_addr) >> 24) == 127 || a.s_addr == b.s_addr;
-	}
-	if (peer.ss_family == AF_INET6) {
-		struct in6_addr *a = &((struct sockaddr_in6 *)&peer)->sin6_addr,
-				*b = &((struct sockaddr_in6 *)&me)->sin6_addr;
-
-		return IN6_IS_ADDR_LOOPBACK(a) || !memcmp(a, b, sizeof(*a)) ||
-		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return false;
 }
 
 /* Connect k (blocking, bounded), handshake, then make it non-blocking. */
@@ -215,7 +194,7 @@ static int conn_up(struct psc *c, struct conn *k, char *err, size_t errlen)
 	if (sk < 0)
 		return -1;
 	k->io = (struct lr_io){.sk = sk};
-	__atomic_store_n(&c->local, peer_is_local(sk), __ATOMIC_RELAXED);
+	__atomic_store_n(&c->local, lr_io_peer_is_local(sk), __ATOMIC_RELAXED);
 	if (c->creds && lr_io_tls_start(&k->io, c->creds, false, c->o.tls->no_cn_verify ? NULL : c->o.host, CONNECT_MS,
 					why, sizeof(why))) {
 		snprintf(err, errlen, "peer %s: %s", c->peer, why);

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -289,4 +292,52 @@ void lr_io_close(struct lr_io *io, bool bye)
 	if (io->sk >= 0)
 		close(io->sk);
 	io->sk = -1;
+}
+
+/* Whether sk's peer is this host: a loopback address, or our own end's. */
+bool lr_io_peer_is_local(int sk)
+{
+	struct sockaddr_storage me, peer;
+	socklen_t ml = sizeof(me), pl = sizeof(peer);
+
+	if (getsockname(sk, (struct sockaddr *)&me, &ml) || getpeername(sk, (struct sockaddr *)&peer, &pl) ||
+	    me.ss_family != peer.ss_family)
+		return false;
+	if (peer.ss_family == AF_INET) {
+		struct in_addr a = ((struct sockaddr_in *)&peer)->sin_addr, b = ((struct sockaddr_in *)&me)->sin_addr;
+
+		return (ntohl(a.s_addr) >> 24) == 127 || a.s_addr == b.s_addr;
+	}
+	if (peer.ss_family == AF_INET6) {
+		struct in6_addr *a = &((struct sockaddr_in6 *)&peer)->sin6_addr,
+				*b = &((struct sockaddr_in6 *)&me)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) || !memcmp(a, b, sizeof(*a)) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+int lr_io_congestion(int sk, const char *name, char *err, size_t errlen)
+{
+	static const char *const local[] = {"cubic", "reno"};
+	char was[16] = "";
+	socklen_t wl = sizeof(was);
+
+	getsockopt(sk, IPPROTO_TCP, TCP_CONGESTION, was, &wl);
+	if (name) {
+		if (!setsockopt(sk, IPPROTO_TCP, TCP_CONGESTION, name, strlen(name)))
+			return 0;
+		snprintf(err, errlen, "TCP congestion control %s: %s (the socket keeps %s)", name, strerror(errno),
+			 was[0] ? was : "the system's");
+		return -1;
+	}
+	if (!lr_io_peer_is_local(sk))
+		return 0;
+	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+		if (!strcmp(was, local[i]) || !setsockopt(sk, IPPROTO_TCP, TCP_CONGESTION, local[i], strlen(local[i])))
+			return 0;
+	snprintf(err, errlen, "TCP congestion control cubic or reno for a peer on this host: %s (the socket keeps %s)",
+		 strerror(errno), was[0] ? was : "the system's");
+	return -1;
 }

@@ -61,4 +61,16 @@ int lr_io_uncork(struct lr_io *io, char *err, size_t errlen);
 /* End the TLS session (a close_notify when bye) and close the socket. */
 void lr_io_close(struct lr_io *io, bool bye);
 
+/* Whether sk's peer is this host: a loopback address, or our own end's. */
+bool lr_io_peer_is_local(int sk);
+/*
+ * The TCP congestion control of sk: name; or, with name NULL, cubic (else
+ * reno) when the peer is on this host, and the system's default otherwise.
+ * Between two ends on one host there is no path to probe or share, and a
+ * pacing algorithm's (BBR's) timers and round-trip estimates, made of
+ * scheduling delays there, only slow the stream (bench/net/README.md has
+ * the measurement).  -1 with err if refused.
+ */
+int lr_io_congestion(int sk, const char *name, char *err, size_t errlen);
+
 #endif

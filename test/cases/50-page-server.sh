@@ -68,6 +68,10 @@ got=$(run_bounded 30 "ps-client.py get" /dev/null /usr/bin/python3 "$TOP/test/li
 [[ $got == *"add_f 0x40006 $vaddr 4 $want"* && $got == *"status 0"* ]] && pass page-server-exact-bytes ||
 	fail page-server-exact-bytes "got '$got', want sha256 $want of 4 pages at $vaddr"
 server_exit || fail page-server-exact-bytes-exit "server failed after a clean session"
+# a client on this host gets a congestion control without pacing (cubic, else reno)
+cc=$(sed -n 's/.*client 127.0.0.1:[0-9]* (TCP congestion control \([a-z0-9]*\)).*/\1/p' "$d/ps-bytes.log")
+[[ $cc == cubic || $cc == reno ]] && pass "page-server-local-congestion: $cc" ||
+	fail page-server-local-congestion "session on loopback has '${cc:-no log line}'"
 
 # 3. Hostile peers: each violation is an error naming the peer and offset, exit status 1.
 hostile() { # NAME EXPECTED-TEXT REQUEST...
@@ -95,6 +99,9 @@ hostile no-close "without PS_IOV_CLOSE" "get:$pid:$vaddr:1"
 # 4. Bad options.
 run_bounded -o /dev/null 30 "lazyrestore page-server without --port" /dev/null "$LAZYRESTORE" page-server -D "$d/img"
 [ $? -eq 2 ] && pass page-server-needs-port || fail page-server-needs-port "want exit status 2"
+run_bounded -o /dev/null 30 "lazyrestore page-server --tcp-congestion nosuch" "$d/ps-cc.log" "$LAZYRESTORE" page-server -D "$d/img" --port 0 --tcp-congestion nosuch -o "$d/ps-cc.log"
+[ $? -eq 1 ] && grep -q -- "--tcp-congestion: TCP congestion control nosuch: " "$d/ps-cc.log" &&
+	pass page-server-bad-congestion || fail page-server-bad-congestion "$(cat "$d/ps-cc.log")"
 run_bounded -o /dev/null 30 "lazyrestore page-server on a missing dir" "$d/ps-nodir.log" "$LAZYRESTORE" page-server -D "$d/no-such" --port 0 -o "$d/ps-nodir.log"
 [ $? -eq 1 ] && grep -q "no-such: offset 0: cannot open image directory" "$d/ps-nodir.log" &&
 	pass page-server-missing-dir || fail page-server-missing-dir "$(cat "$d/ps-nodir.log")"
