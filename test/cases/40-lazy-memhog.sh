@@ -13,5 +13,33 @@ pid=$(start_memhog "$d" -m 64 -f -t 2) || { fail lazy-memhog "memhog did not sta
 criu_dump "$pid" "$d/img" || { fail lazy-memhog-dump "$(first_err "$d/img/dump.log")"; finish; }
 both_daemons lazy-memhog "$d/img" "$d" check_memhog
 
+# The sibling probe (may prefetch workers copy beside faults?) taken while
+# other tasks run: two busy loops make faults "alone" as slow as beside its
+# spinner, so a "share" then is not trusted (workers wait), nor kept for the
+# boot.  The boot's answer is moved aside meanwhile and put back.
+cache=/run/lazyrestore/workers-beside-faults
+[ -e "$cache" ] && mv "$cache" "$d/probe.saved"
+bounded_start "busy loop 1" /dev/null timeout 20 sh -c 'while :; do :; done'
+hog1=$BOUNDED_PID
+bounded_start "busy loop 2" /dev/null timeout 20 sh -c 'while :; do :; done'
+hog2=$BOUNDED_PID
+bounded_start "lazyrestore lazy-pages (probe under load)" "$d/probe.log" \
+	"$LAZYRESTORE" lazy-pages -D "$d/img" -o "$d/probe.log" -v3
+lp=$BOUNDED_PID
+wait_until -k "$lp" 30 "the probe's log line" "$d/probe.log" grep -q 'prefetch workers:' "$d/probe.log"
+kill -KILL "$lp" "$hog1" "$hog2" 2>/dev/null
+bounded_reap 10 "$lp"
+bounded_reap 10 "$hog1"
+bounded_reap 10 "$hog2"
+line=$(grep -m1 'prefetch workers:' "$d/probe.log")
+kept=$([ -e "$cache" ] && sed -n 2p "$cache")
+if [[ $line == *"workers wait for a calm spell"* ]] && [ "$kept" != 1 ]; then
+	pass "lazy-probe-under-load: ${line#*prefetch workers: }"
+else
+	fail lazy-probe-under-load "'${line:-no line}', kept for the boot: ${kept:-nothing}"
+fi
+rm -f "$cache"
+[ -e "$d/probe.saved" ] && mv "$d/probe.saved" "$cache"
+
 
 finish
