@@ -210,7 +210,12 @@ static int measure(struct sibling_probe *sp, int sock, long long best[2])
 	return 0;
 }
 
-static bool measure_share(char *why, size_t len)
+/*
+ * Whether workers may share the CPUs.  *measured: the answer is the probe's,
+ * and why holds its figures only; otherwise why says what stood in its way
+ * and which way that decides.
+ */
+static bool measure_share(char *why, size_t len, bool *measured)
 {
 	struct sibling_probe sp = {.uffd = -1};
 	long long best[2];
@@ -249,9 +254,9 @@ static bool measure_share(char *why, size_t len)
 		goto out;
 	}
 	share = best[1] <= SHARE_MAX_COST * best[0];
-	snprintf(why, len, "%s: probe of %d x %d faults, p10 %.1f us alone, %.1f us beside an idle-time thread (%.2fx)",
-		 share ? "workers share the CPUs with faults" : "workers wait for a calm spell", PROBE_ROUNDS,
-		 PROBE_FAULTS, best[0] / 1e3, best[1] / 1e3, (double)best[1] / (double)best[0]);
+	*measured = true;
+	snprintf(why, len, "probe of %d x %d faults, p10 %.1f us alone, %.1f us beside an idle-time thread (%.2fx)",
+		 PROBE_ROUNDS, PROBE_FAULTS, best[0] / 1e3, best[1] / 1e3, (double)best[1] / (double)best[0]);
 out:
 	close(sv[0]); /* the child reads EOF and exits */
 	if (served) {
@@ -338,24 +343,28 @@ bool lr_probe_workers_share(char *why, size_t len)
 
 	if (have_id && cached(id, &share, why, len))
 		return share;
+	char figs[200];
+	bool measured = false;
 	int busy = runnable();
-	share = measure_share(why, len);
+	share = measure_share(figs, sizeof(figs), &measured);
+	if (!measured) { /* a failed probe, or one CPU (our affinity, not the host): not kept */
+		snprintf(why, len, "%s", figs);
+		return share;
+	}
 	/*
 	 * "Share" measured while other tasks ran is not trusted: someone else's
 	 * task on the child's CPU makes faults "alone" as slow as beside the
 	 * spinner, and workers beside faults where they should wait cost the
 	 * program's faults several times over.  Such a run waits for calm
-	 * spells and keeps nothing; any other measurement (not a failed probe,
-	 * nor one CPU: that is our affinity, not the host) is kept for the boot.
+	 * spells and keeps nothing; any other measurement is kept for the boot.
 	 */
 	if (share && busy > 1) {
-		char said[200];
-		const char *figs = strchr(why, ':'); /* "workers share ...: probe of ..." */
-		snprintf(said, sizeof(said), "%s", figs ? figs + 2 : why);
-		snprintf(why, len, "workers wait for a calm spell: %d tasks ran beside the %s", busy, said);
+		snprintf(why, len, "workers wait for a calm spell: %d tasks ran beside the %s", busy, figs);
 		return false;
 	}
-	if (have_id && !strncmp(why, "workers", 7))
+	snprintf(why, len, "%s: %s", share ? "workers share the CPUs with faults" : "workers wait for a calm spell",
+		 figs);
+	if (have_id)
 		cache(id, share, why);
 	return share;
 }

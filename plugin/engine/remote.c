@@ -438,10 +438,10 @@ static void complete(struct lr_remote *rm, struct lr_rreq *q)
 		lr_engine_kick(e); /* the fault thread looks whether all is resident */
 	/*
 	 * A streaming thread keeps its CPU for a scheduler slice: a restored
-	 * thread woken there by a fault's answer waited for it (2-4 ms, traced
-	 * on loopback) while the other CPU idled.  After each background answer
-	 * the CPU goes to whoever waits for it; with nobody, this costs a
-	 * system call.
+	 * thread woken there by a fault's answer waited for it while the other
+	 * CPU idled (traced on loopback: bench/net/README.md).  After each
+	 * background answer the CPU goes to whoever waits for it; with nobody,
+	 * this costs a system call.
 	 */
 	if (!q->urgent)
 		sched_yield();
@@ -527,9 +527,9 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 	long i = lr_ranges_find(&t->pending, addr);
 	if (i >= 0) {
 		struct lr_range rg = t->pending.v[i];
-		lr_ws_note(e, t, rg.img + (addr - rg.start));
 		lr_adapt_window(t, addr);
 		uint64_t end = addr + (uint64_t)t->window * PAGE, img = rg.img + (addr - rg.start);
+		lr_ws_note(e, t, img);
 		if (end > rg.end)
 			end = rg.end;
 		uint64_t urgent_end = end - addr > URGENT_MAX ? addr + URGENT_MAX : end;

@@ -9,10 +9,7 @@
 #include "plugin/engine/ws.h"
 #include "plugin/log/log.h"
 
-/*
- * Pages per batch: the fault thread looks for faults between batches, so a
- * fault waits for one at most (some 100 us of copies).
- */
+/* Pages per batch: the fault thread looks for faults between batches, so a fault waits for one at most. */
 #define WS_BATCH 32U
 #define WS_GAP	 2U /* pending pages between two of a batch's installed with them: one copy, not two */
 
