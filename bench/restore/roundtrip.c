@@ -3,7 +3,7 @@
  * roundtrip: what a one-page userfault costs the faulting thread on this host
  * when nothing else runs, the floor under bench/restore's fault latencies.
  *
- *   roundtrip [-n FAULTS] [-s STRIDE_KIB] [-m poll|sleep] [-p]
+ *   roundtrip [-n FAULTS] [-s STRIDE_KIB] [-m poll|sleep] [-p] [-c same|other] [-i]
  *
  * A thread pinned to the first CPU reads one byte of FAULTS pages of a
  * registered anonymous region, STRIDE_KIB apart (default 8: many faults per
@@ -15,6 +15,9 @@
  * server installs the first page of every STRIDE window itself (the faults
  * then hit the second page), so the page tables exist before the thread
  * touches: whether a daemon could pay a first touch's cost in advance.
+ * -c same: the server runs on the faulting thread's CPU (a hand-over between
+ * two threads of one CPU, no cross-CPU wake-up); -i: a SCHED_IDLE thread spins
+ * on the faulting thread's CPU, so that CPU never idles while the thread waits.
  * Prints the latency percentiles of the reads that faulted, in us, and the
  * pre-pass's cost per window.  Every page read is checked.
  */
@@ -37,7 +40,7 @@
 
 #define PAGE 4096UL
 
-static int uffd;
+static int uffd, server_cpu = 1;
 static bool sleeping;
 static volatile int stop;
 static uint8_t page[PAGE];
@@ -85,7 +88,7 @@ static void *server(void *arg)
 	struct uffd_msg m;
 
 	(void)arg;
-	pin(1);
+	pin(server_cpu);
 	while (!stop) {
 		if (sleeping) {
 			struct pollfd p = {.fd = uffd, .events = POLLIN};
@@ -107,13 +110,27 @@ static void *server(void *arg)
 	return NULL;
 }
 
+/* Runs only when the faulting thread's CPU has nothing else to do. */
+static void *spinner(void *arg)
+{
+	struct sched_param sp = {0};
+
+	(void)arg;
+	pin(0);
+	if (sched_setscheduler(0, SCHED_IDLE, &sp))
+		perror("roundtrip: SCHED_IDLE");
+	while (!stop)
+		__builtin_ia32_pause();
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	size_t faults = 3000, stride = 8 << 10, off = 0;
-	bool prepass = false;
+	bool prepass = false, spin = false;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "n:s:m:p")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:m:pc:i")) != -1) {
 		switch (opt) {
 		case 'n':
 			faults = strtoul(optarg, NULL, 0);
@@ -128,6 +145,14 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			prepass = true;
+			break;
+		case 'c':
+			if (strcmp(optarg, "same") && strcmp(optarg, "other"))
+				goto usage;
+			server_cpu = !strcmp(optarg, "same") ? 0 : 1;
+			break;
+		case 'i':
+			spin = true;
 			break;
 		default:
 			goto usage;
@@ -158,9 +183,9 @@ int main(int argc, char **argv)
 		printf("pre-pass: %zu windows, %.1f us each\n", faults, (double)(now_ns() - t0) / 1e3 / (double)faults);
 		off = PAGE;
 	}
-	pthread_t th;
-	if (pthread_create(&th, NULL, server, NULL)) {
-		fprintf(stderr, "roundtrip: can't start the server thread\n");
+	pthread_t th, spin_th;
+	if (pthread_create(&th, NULL, server, NULL) || (spin && pthread_create(&spin_th, NULL, spinner, NULL))) {
+		fprintf(stderr, "roundtrip: can't start the server or spinner thread\n");
 		return 1;
 	}
 	pin(0);
@@ -179,13 +204,16 @@ int main(int argc, char **argv)
 	}
 	stop = 1;
 	pthread_join(th, NULL);
+	if (spin)
+		pthread_join(spin_th, NULL);
 	qsort(lat, faults, sizeof(*lat), cmp_u64);
-	printf("%zu faults, %zu KiB apart, server %s%s: p50 %.1f p90 %.1f p99 %.1f p99.9 %.1f max %.1f us\n", faults,
-	       stride >> 10, sleeping ? "sleeping" : "polling", prepass ? ", page tables made first" : "",
+	printf("%zu faults, %zu KiB apart, server %s on the %s CPU%s%s: p50 %.1f p90 %.1f p99 %.1f p99.9 %.1f max %.1f us\n", faults,
+	       stride >> 10, sleeping ? "sleeping" : "polling", server_cpu ? "other" : "same",
+	       spin ? ", an idle-time spinner on the faulting CPU" : "", prepass ? ", page tables made first" : "",
 	       (double)lat[faults / 2] / 1e3, (double)lat[faults * 9 / 10] / 1e3, (double)lat[faults * 99 / 100] / 1e3,
 	       (double)lat[faults * 999 / 1000] / 1e3, (double)lat[faults - 1] / 1e3);
 	return 0;
 usage:
-	fprintf(stderr, "usage: roundtrip [-n FAULTS 100..100000] [-s STRIDE_KIB 8..65536] [-m poll|sleep] [-p]\n");
+	fprintf(stderr, "usage: roundtrip [-n FAULTS 100..100000] [-s STRIDE_KIB 8..65536] [-m poll|sleep] [-p] [-c same|other] [-i]\n");
 	return 2;
 }
