@@ -14,9 +14,11 @@ struct lr_daemon_opts {
 	const char *images_dir, *work_dir, *log_file, *stats_file;
 	int status_fd, level;
 	unsigned workers;
+	bool workers_given;		   /* --workers on the command line (else a default by --fault-cpu) */
 	uint64_t prefetch_step;		   /* largest background step, bytes; 0 = the probe's */
 	enum page_source_kind page_source; /* AUTO: probe this host */
 	int workers_beside_faults;	   /* -1 auto (probe this host), 0 no (wait for a calm spell), 1 yes */
+	int fault_cpu;			   /* -1 auto (probe this host), 0 any, 1 follow the faulting thread */
 	bool progress;
 	bool no_supervisor; /* run the engine in this process (no restart on a crash) */
 	/* --page-server: pages from address:port, not from the images dir's pages files */

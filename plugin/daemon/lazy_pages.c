@@ -48,15 +48,28 @@ static const char usage_text[] =
     "      --stats FILE       at exit write the stats as JSON to FILE\n"
     "      --progress         draw a progress line on stderr when it is a terminal\n"
     "      --workers N        prefetch threads besides the fault thread, which prefetches\n"
-    "                         too between faults; they use idle CPU time only (0..8,\n"
-    "                         default 1; 0 = the fault thread prefetches alone, as stock\n"
-    "                         criu does)\n"
+    "                         too between faults unless it follows the program (see\n"
+    "                         --fault-cpu); they use idle CPU time only, or when it\n"
+    "                         follows, one in that CPU's idle time and the others at\n"
+    "                         the lowest priority on the other CPUs (0..8, default 1,\n"
+    "                         2 when it follows; 0 = the fault thread prefetches alone,\n"
+    "                         as stock criu does)\n"
     "      --workers-beside-faults auto|yes|no  whether workers copy while the program\n"
     "                         faults (no: a worker starts a step only after 1 ms without\n"
     "                         a fault); auto: a short probe at start measures what a\n"
     "                         thread of ours runnable on a faulting thread's CPU costs\n"
     "                         each fault, and says no where it makes faults 1.5x slower\n"
     "                         (kept for the boot in /run/lazyrestore/workers-beside-faults)\n"
+    "      --fault-cpu auto|follow|any  where the fault thread runs. follow: on the CPU\n"
+    "                         of the thread whose fault it serves, sleeping between\n"
+    "                         faults, the workers on the other CPUs (a fault is then a\n"
+    "                         switch between two threads of one CPU, not two cross-CPU\n"
+    "                         wake-ups); any: where the scheduler puts it, streaming\n"
+    "                         between faults once the restore has finished; auto: a\n"
+    "                         short probe at start serves faults both ways and says\n"
+    "                         follow where that is 1.5x faster (kept for the boot in\n"
+    "                         /run/lazyrestore/fault-cpu).  Needs --workers 1 or more;\n"
+    "                         with follow, --workers-beside-faults does not apply\n"
     "      --prefetch-step KIB  largest background UFFDIO_COPY, 4..2048 KiB (default:\n"
     "                         the probe's best); steps start at 64 KiB or less and grow\n"
     "                         while no fault comes, so a fault waits behind small ones\n"
@@ -115,6 +128,7 @@ enum {
 	OPT_PREFETCH_STEP,
 	OPT_PAGE_SOURCE,
 	OPT_WORKERS_BESIDE,
+	OPT_FAULT_CPU,
 	OPT_NO_SUPERVISOR,
 	OPT_PAGE_SERVER,
 	OPT_ADDRESS,
@@ -137,6 +151,7 @@ static const struct option long_opts[] = {
     {"prefetch-step", required_argument, NULL, OPT_PREFETCH_STEP},
     {"page-source", required_argument, NULL, OPT_PAGE_SOURCE},
     {"workers-beside-faults", required_argument, NULL, OPT_WORKERS_BESIDE},
+    {"fault-cpu", required_argument, NULL, OPT_FAULT_CPU},
     {"no-default-config", no_argument, NULL, OPT_NO_DEFAULT_CONFIG},
     {"no-supervisor", no_argument, NULL, OPT_NO_SUPERVISOR},
     {"page-server", no_argument, NULL, OPT_PAGE_SERVER},
@@ -164,6 +179,17 @@ static int parse_uint(const char *opt, const char *s, long max, long *out)
 	return 0;
 }
 
+/* "auto" -1, yes 1, no 0 */
+static int parse_auto(const char *opt, const char *s, const char *yes, const char *no, int *out)
+{
+	if (!strcmp(s, "auto") || !strcmp(s, yes) || !strcmp(s, no)) {
+		*out = !strcmp(s, "auto") ? -1 : !strcmp(s, yes);
+		return 0;
+	}
+	fprintf(stderr, "lazyrestore lazy-pages: %s: '%s' is not auto, %s or %s\n", opt, s, yes, no);
+	return -1;
+}
+
 static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 {
 	int c;
@@ -176,6 +202,7 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 	o->workers = 1;
 	o->record_ws_for = 5;
 	o->workers_beside_faults = -1;
+	o->fault_cpu = -1;
 	o->address = "127.0.0.1";
 	o->port = -1;
 	optind = 1;
@@ -214,6 +241,7 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 			if (parse_uint("--workers", optarg, 8, &v))
 				return -1;
 			o->workers = (unsigned)v;
+			o->workers_given = true;
 			break;
 		case OPT_PREFETCH_STEP:
 			if (parse_uint("--prefetch-step", optarg, 2048, &v))
@@ -242,19 +270,12 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 			}
 			break;
 		case OPT_WORKERS_BESIDE:
-			if (!strcmp(optarg, "auto"))
-				o->workers_beside_faults = -1;
-			else if (!strcmp(optarg, "yes"))
-				o->workers_beside_faults = 1;
-			else if (!strcmp(optarg, "no"))
-				o->workers_beside_faults = 0;
-			else {
-				fprintf(
-				    stderr,
-				    "lazyrestore lazy-pages: --workers-beside-faults: '%s' is not auto, yes or no\n",
-				    optarg);
+			if (parse_auto("--workers-beside-faults", optarg, "yes", "no", &o->workers_beside_faults))
 				return -1;
-			}
+			break;
+		case OPT_FAULT_CPU:
+			if (parse_auto("--fault-cpu", optarg, "follow", "any", &o->fault_cpu))
+				return -1;
 			break;
 		case OPT_NO_DEFAULT_CONFIG:
 			break;

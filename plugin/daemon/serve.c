@@ -30,6 +30,9 @@ struct dump {
 	struct page_source_choice choice;
 	bool workers_calm; /* workers wait for a calm spell: the option or the sibling probe */
 	char workers_why[200];
+	unsigned workers; /* --workers, or its default for where the fault thread runs */
+	bool follow;	  /* the fault thread follows the faulting thread's CPU: the option or the probe */
+	char follow_why[256];
 };
 
 struct session {
@@ -171,16 +174,23 @@ static int new_task(void *arg, unsigned idx, int uffd, uint32_t vpid, pid_t real
 	return lr_sv_send_task(arg, idx, &t);
 }
 
+static struct lr_engine_opts engine_opts(const struct dump *d, const struct lr_daemon_opts *o)
+{
+	return (struct lr_engine_opts){.workers = d->workers,
+				       .prefetch_step = o->prefetch_step,
+				       .progress = o->progress,
+				       .workers_calm = d->workers_calm,
+				       .workers_why = d->workers_why,
+				       .follow = d->follow,
+				       .follow_why = d->follow_why};
+}
+
 /* Serve one restore's hand-off and memory in this process. */
 static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opts *o, struct lr_sv *sv)
 {
 	struct page_source *src = open_source(d, o);
 	struct session s = {.d = d, .cfd = cfd, .peer = peer};
-	struct lr_engine_opts eo = {.workers = o->workers,
-				    .prefetch_step = o->prefetch_step,
-				    .progress = o->progress,
-				    .workers_calm = d->workers_calm,
-				    .workers_why = d->workers_why};
+	struct lr_engine_opts eo = engine_opts(d, o);
 	pthread_t th;
 	int ret = -1;
 
@@ -214,20 +224,16 @@ out:
 static int resume(struct dump *d, const struct lr_daemon_opts *o, struct lr_sv *sv)
 {
 	struct page_source *src = open_source(d, o);
-	struct lr_engine_opts eo = {.workers = o->workers,
-				    .prefetch_step = o->prefetch_step,
-				    .progress = o->progress,
-				    .workers_calm = d->workers_calm,
-				    .workers_why = d->workers_why,
-				    .new_task = new_task,
-				    .arg = sv,
-				    .journal = &sv->j};
+	struct lr_engine_opts eo = engine_opts(d, o);
 	struct lr_resume_task rt[LR_JOURNAL_TASKS];
 	struct lr_engine *e = NULL;
 	int ret = -1;
 
 	if (!src)
 		return -1;
+	eo.new_task = new_task;
+	eo.arg = sv;
+	eo.journal = &sv->j;
 	for (unsigned i = 0; i < sv->nr_tasks; i++) {
 		const struct lr_sv_task *t = &sv->tasks[i];
 		rt[i] = (struct lr_resume_task){t->uffd,   t->vpid,	t->real_pid,
@@ -288,12 +294,29 @@ static int accept_and_serve(struct dump *d, int lfd, const struct lr_daemon_opts
 	lr_sv_fini(&sv);
 	return ret;
 }
-/* Whether workers copy while faults come: the option, else the sibling probe (local pages only). */
-static void choose_workers(struct dump *d, const struct lr_daemon_opts *o)
+/*
+ * Where the fault thread runs (--fault-cpu, else the probe), and whether
+ * workers copy while faults come (--workers-beside-faults, else the sibling
+ * probe): local pages only, and only with workers.  A fault thread that
+ * follows the program keeps the workers off its CPU, which settles the second.
+ */
+static void choose_cpus(struct dump *d, const struct lr_daemon_opts *o)
 {
 	if (!o->workers)
 		return;
-	if (o->workers_beside_faults >= 0) {
+	if (o->fault_cpu >= 0) {
+		d->follow = o->fault_cpu;
+		snprintf(d->follow_why, sizeof(d->follow_why), "--fault-cpu %s", d->follow ? "follow" : "any");
+	} else {
+		d->follow = lr_probe_follow(d->follow_why, sizeof(d->follow_why));
+	}
+	pr_info("fault thread: %s", d->follow_why);
+	if (d->follow && !o->workers_given) /* one in its CPU's idle time, one on the others */
+		d->workers = 2;
+	if (d->follow) {
+		snprintf(d->workers_why, sizeof(d->workers_why),
+			 "workers share the CPUs but the fault thread's, which follows the program");
+	} else if (o->workers_beside_faults >= 0) {
 		d->workers_calm = !o->workers_beside_faults;
 		snprintf(d->workers_why, sizeof(d->workers_why), "--workers-beside-faults %s",
 			 d->workers_calm ? "no" : "yes");
@@ -323,11 +346,12 @@ int lr_daemon_run(const struct lr_daemon_opts *o)
 	pr_info("lazy-pages: serving %s", images);
 	if (dump_load(&d, images))
 		goto out;
+	d.workers = o->workers;
 	/* before readiness: the restore must not wait for it */
 	if (!o->page_server) {
 		file_source_probe(d.img.dir, d.img.mms, d.img.nr_alive, o->page_source, &d.choice);
 		pr_info("page source: %s", d.choice.why);
-		choose_workers(&d, o);
+		choose_cpus(&d, o);
 	}
 	lfd = lr_handoff_listen();
 	if (lfd < 0)

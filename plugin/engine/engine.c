@@ -74,7 +74,9 @@ struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engi
 	snprintf(e->stats.source_why, sizeof(e->stats.source_why), "%s", src->choice.why);
 	e->stats.workers_calm = e->o.workers_calm;
 	snprintf(e->stats.workers_why, sizeof(e->stats.workers_why), "%s", e->o.workers_why ? e->o.workers_why : "");
+	snprintf(e->stats.follow_why, sizeof(e->stats.follow_why), "%s", e->o.follow_why ? e->o.follow_why : "");
 	e->stats.step_max = e->o.prefetch_step;
+	e->stats.fault_thread_cpu = -1;
 	e->stats.t_start = lr_now();
 	return e;
 }
@@ -291,6 +293,7 @@ int lr_engine_run(struct lr_engine *e)
 	bool fifo, busy = false;
 	int ret = -1;
 
+	lr_follow_start(e); /* before the workers start: they are kept off its CPU */
 	if (lr_prefetch_start(e))
 		return -1;
 	fifo = prefer_fault_thread();
@@ -336,7 +339,8 @@ int lr_engine_run(struct lr_engine *e)
 			leave_fifo();
 			fifo = false;
 		}
-		busy = over && !ws_busy && (e->remote ? lr_remote_pump(e) : lr_prefetch_own_step(e));
+		/* following, it sleeps between faults on the program's CPU: the workers stream */
+		busy = over && !ws_busy && (e->remote ? lr_remote_pump(e) : !e->follow.on && lr_prefetch_own_step(e));
 	}
 out:
 	pthread_mutex_lock(&e->lock);
@@ -348,6 +352,7 @@ out:
 	if (progress)
 		fprintf(stderr, "\n");
 	lr_prefetch_stop(e);
+	lr_follow_stop(e);
 	if (lr_stage(e) == STAGE_FAILED)
 		ret = -1;
 	if (ret == 0) { /* after "all resident" and the workers */

@@ -24,6 +24,8 @@ struct lr_engine_opts {
 	bool faults_only;	 /* the fault thread does not prefetch between faults (workers 0: no prefetch) */
 	bool workers_calm;	 /* workers start a step only after PREFETCH_CALM_NS with no fault served */
 	const char *workers_why; /* what chose workers_calm, for the log and stats; may be NULL */
+	bool follow;		 /* the fault thread runs on the faulting thread's CPU (follow.c) */
+	const char *follow_why;	 /* what chose follow; may be NULL */
 	uint64_t prefetch_step;	 /* bytes per prefetch UFFDIO_COPY; 0 = PREFETCH_STEP */
 	bool progress;		 /* draw a progress line on stderr */
 	/*
@@ -54,6 +56,12 @@ struct lr_resume_task {
  * faults much slower.  why says what was measured.
  */
 bool lr_probe_workers_share(char *why, size_t len);
+/*
+ * Whether the fault thread should run on the faulting thread's CPU (follow.c,
+ * cpuprobe.c): true where a fault served from there is much faster than one
+ * served from another CPU.
+ */
+bool lr_probe_follow(char *why, size_t len);
 
 struct lr_engine *lr_engine_create(struct page_source *src, const struct lr_engine_opts *o);
 void lr_engine_destroy(struct lr_engine *e);

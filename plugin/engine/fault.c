@@ -281,6 +281,7 @@ int lr_drain_uffd(struct lr_engine *e, struct lr_task *t)
 		for (int i = 0; i < nr; i++) {
 			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
 				continue;
+			lr_follow_fault(e, t, msgs[i].arg.pagefault.feat.ptid);
 			int r = serve_fault(e, t, msgs[i].arg.pagefault.address, t0);
 			if (r == INSTALL_FATAL)
 				return -1;

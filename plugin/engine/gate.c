@@ -14,9 +14,6 @@
 #include "plugin/engine/gate.h"
 #include "plugin/engine/stats.h"
 
-/* Longer than one piece of prefetch copy inside the gate (<= 64 KiB), shorter than a sleep and wake-up. */
-#define READER_SPIN_NS 30000
-
 static void futex_wait(int *addr, int val)
 {
 	/* EAGAIN: the value changed already; EINTR: look again. Both mean re-check. */
@@ -36,6 +33,16 @@ void lr_gate_copy_enter(struct lr_gate *g)
 			return;
 		lr_gate_copy_exit(g); /* back out: the reader may be waiting for zero */
 		/*
+		 * A read lasts microseconds; a futex sleep costs the reader's
+		 * unlock a wake-up of this thread on another CPU, which on a VM
+		 * whose idle vCPUs halt is dearer than the read itself.
+		 */
+		uint64_t until = lr_now_ns() + LR_GATE_SPIN_NS;
+		while (__atomic_load_n(&g->reading, __ATOMIC_SEQ_CST) && lr_now_ns() < until)
+			__builtin_ia32_pause();
+		if (!__atomic_load_n(&g->reading, __ATOMIC_SEQ_CST))
+			continue;
+		/*
 		 * Counted before the look at reading, and the reader clears reading
 		 * before it looks at the count: one of us sees the other, so the
 		 * reader's unlock costs no system call when nobody sleeps.
@@ -53,7 +60,7 @@ void lr_gate_copy_exit(struct lr_gate *g)
 		futex_wake(&g->copiers, 1);
 }
 
-void lr_gate_read_lock_stalled(struct lr_gate *g, void (*stalled)(void *), void *arg)
+void lr_gate_read_lock_stalled(struct lr_gate *g, uint64_t spin_ns, void (*stalled)(void *), void *arg)
 {
 	uint64_t until = 0;
 	int n;
@@ -61,7 +68,7 @@ void lr_gate_read_lock_stalled(struct lr_gate *g, void (*stalled)(void *), void 
 	__atomic_store_n(&g->reading, 1, __ATOMIC_SEQ_CST);
 	while ((n = __atomic_load_n(&g->copiers, __ATOMIC_SEQ_CST)) != 0) {
 		if (!until)
-			until = lr_now_ns() + READER_SPIN_NS;
+			until = lr_now_ns() + spin_ns;
 		if (lr_now_ns() < until) {
 			__builtin_ia32_pause();
 			continue;
@@ -77,7 +84,7 @@ void lr_gate_read_lock_stalled(struct lr_gate *g, void (*stalled)(void *), void 
 
 void lr_gate_read_lock(struct lr_gate *g)
 {
-	lr_gate_read_lock_stalled(g, NULL, NULL);
+	lr_gate_read_lock_stalled(g, LR_GATE_SPIN_NS, NULL, NULL);
 }
 
 void lr_gate_read_unlock(struct lr_gate *g)

@@ -17,6 +17,11 @@
 #ifndef LAZYRESTORE_ENGINE_GATE_H
 #define LAZYRESTORE_ENGINE_GATE_H
 
+#include <stdint.h>
+
+/* Longer than one piece of prefetch copy inside the gate (<= 64 KiB), shorter than a sleep and wake-up. */
+#define LR_GATE_SPIN_NS 30000
+
 struct lr_gate {
 	int copiers;  /* prefetch copies inside */
 	int reading;  /* the fault thread is in, or wants in */
@@ -26,8 +31,11 @@ struct lr_gate {
 void lr_gate_copy_enter(struct lr_gate *g);
 void lr_gate_copy_exit(struct lr_gate *g);
 void lr_gate_read_lock(struct lr_gate *g);
-/* The same; stalled(arg) is called once if the copiers outlast the reader's spin. */
-void lr_gate_read_lock_stalled(struct lr_gate *g, void (*stalled)(void *), void *arg);
+/*
+ * The same, spinning spin_ns; stalled(arg) is called once if the copiers
+ * outlast the spin (0: a copier that cannot run while we spin, at once).
+ */
+void lr_gate_read_lock_stalled(struct lr_gate *g, uint64_t spin_ns, void (*stalled)(void *), void *arg);
 void lr_gate_read_unlock(struct lr_gate *g);
 
 /* A copier inside: does the fault thread wait for it?  (Then it leaves and enters again.) */

@@ -4,6 +4,7 @@
 #define LAZYRESTORE_ENGINE_INTERNAL_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <stdbool.h>
 
@@ -38,11 +39,12 @@
 #define PREFETCH_PIECE_CALM (256UL << 10)
 #define PREFETCH_CALM_STEPS 8
 /* with opts.workers_calm: the spell without a fault served before a worker's step */
-#define PREFETCH_CALM_NS 1000000ULL
-#define MAX_WORKERS	 8
-#define PREFETCH_NICE	 10
-#define OWN_CLAIM	 MAX_WORKERS /* the fault thread's own prefetch claim */
-#define NR_CLAIMS	 (MAX_WORKERS + 1)
+#define PREFETCH_CALM_NS   1000000ULL
+#define MAX_WORKERS	   8
+#define PREFETCH_NICE	   10
+#define PREFETCH_NICE_AWAY 19	       /* following (follow.c): workers are SCHED_OTHER, off the program's CPU */
+#define OWN_CLAIM	   MAX_WORKERS /* the fault thread's own prefetch claim */
+#define NR_CLAIMS	   (MAX_WORKERS + 1)
 /* how long after the marker a criu that stays (no -d) is taken as done with the tasks */
 #define RESTORE_OVER_MS 200
 
@@ -90,6 +92,7 @@ enum lr_stage {
  *                                   made under lock with a broadcast of work
  *   hint_task hint_addr rr          lock
  *   workers nr_workers              lock (prefetch start and stop)
+ *   follow                          fault thread only; follow.cpu also atomic (workers read it)
  *   stats                           eexist bytes zero_pages prefetch_pages: atomic adds,
  *                                   any thread, no lock; gate_*: the fault thread only, no
  *                                   lock (read once it has stopped); everything else under lock
@@ -107,6 +110,18 @@ struct lr_task {
 	struct lr_gate gate;
 	uint64_t next_fault; /* end of the last fault-around window */
 	unsigned window;     /* fault-around pages */
+};
+
+/* follow.c: where the fault thread runs (opts.follow) */
+struct lr_follow {
+	bool on;	       /* opts.follow, workers to prefetch, and more than one CPU */
+	cpu_set_t all;	       /* the CPUs we may run on */
+	int cpu;	       /* atomic: the CPU the fault thread is pinned to; -1: none yet */
+	int fd;		       /* stat file of the thread looked at last, or -1 */
+	pid_t pid, tid;	       /* whose */
+	uint64_t next_look_ns; /* no look before this */
+	uint64_t next_move_ns; /* no move before this */
+	uint64_t moves;
 };
 
 /* A piece of a task's ranges taken by a prefetch worker. */
@@ -152,13 +167,26 @@ struct lr_engine {
 		pid_t tid;		 /* atomic: set by the worker when it starts; 0 before */
 		struct lr_task *in_gate; /* atomic: the task whose gate it is in, or NULL */
 		bool boosted;		 /* atomic: the fault thread took it out of SCHED_IDLE */
+		bool near;		 /* following: pinned to the fault thread's CPU (follow.c); constant */
 	} workers[MAX_WORKERS];
 	unsigned nr_workers;
 	struct lr_stats stats;
 	struct lr_remote *remote; /* an asynchronous source's requests (remote.c), else NULL */
 	struct lr_thp *thp;	  /* thp.c: its own lock; published once (atomic) under lock */
 	struct lr_ws *ws;	  /* ws.c: set before the hand-off; its queue under lock, the rest fault thread */
+	struct lr_follow follow;
 };
+
+/*
+ * follow.c.  lr_follow_fault(): before serving a fault of t's thread tid (0:
+ * unknown), move to its CPU if it ran elsewhere; lr_follow_worker(): a worker
+ * starting; lr_follow_stop(): back on every CPU, before threads are started
+ * that would inherit the pin.
+ */
+void lr_follow_start(struct lr_engine *e);
+void lr_follow_fault(struct lr_engine *e, struct lr_task *t, uint32_t tid);
+void lr_follow_worker(struct lr_engine *e, const struct lr_worker *w, pid_t tid);
+void lr_follow_stop(struct lr_engine *e);
 
 /* uffd operations (uffdops.c) */
 enum { INSTALL_OK = 0, INSTALL_AGAIN = 1, INSTALL_GONE = 2, INSTALL_FATAL = -1 };

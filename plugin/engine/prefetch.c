@@ -31,9 +31,15 @@ static void sched_set(pid_t tid, int policy, int prio)
 		pr_debug("prefetch worker %d: can't set scheduling policy %d: %m", tid, policy);
 }
 
-static void sched_idle(pid_t tid, bool on)
+/*
+ * Background work in idle time (SCHED_IDLE).  While the fault thread follows
+ * the program (follow.c), the workers off its CPU run at the lowest priority
+ * of SCHED_OTHER instead: a CPU that runs SCHED_IDLE work only counts as idle
+ * to the scheduler, which would wake the program there, away from us.
+ */
+static void sched_idle(const struct lr_worker *w, pid_t tid, bool on)
 {
-	sched_set(tid, on ? SCHED_IDLE : SCHED_OTHER, 0);
+	sched_set(tid, on && (w->near || !w->e->follow.on) ? SCHED_IDLE : SCHED_OTHER, 0);
 }
 
 /*
@@ -41,20 +47,20 @@ static void sched_idle(pid_t tid, bool on)
  * the rest of its one piece of copy, if allowed (a SCHED_OTHER thread at the
  * worker's nice level can wait a scheduler slice behind the restored program).
  */
-static void sched_boost(pid_t tid)
+static void sched_boost(const struct lr_worker *w, pid_t tid)
 {
 	struct sched_param sp = {.sched_priority = 1};
 
 	if (tid > 0 && sched_setscheduler(tid, SCHED_FIFO, &sp))
-		sched_idle(tid, false);
+		sched_idle(w, tid, false);
 }
 
 /* Back to idle time, unless lr_prefetch_stop() began: then idle would be for good. */
-static void enter_idle(struct lr_engine *e, pid_t tid)
+static void enter_idle(const struct lr_worker *w, pid_t tid)
 {
-	sched_idle(tid, true);
-	if (lr_stage(e) >= STAGE_STOPPING) /* lr_prefetch_stop() may have raised it just before */
-		sched_idle(tid, false);
+	sched_idle(w, tid, true);
+	if (lr_stage(w->e) >= STAGE_STOPPING) /* lr_prefetch_stop() may have raised it just before */
+		sched_idle(w, tid, false);
 }
 
 /*
@@ -80,7 +86,7 @@ static bool claim(struct lr_engine *e, struct lr_claim *c)
 static void unboost(struct lr_worker *w, pid_t tid)
 {
 	if (__atomic_exchange_n(&w->boosted, false, __ATOMIC_SEQ_CST) && lr_stage(w->e) < STAGE_STOPPING)
-		enter_idle(w->e, tid);
+		enter_idle(w, tid);
 }
 
 /*
@@ -125,7 +131,7 @@ static void raise_gate_holders(void *arg)
 		 * flag is taken back here: a worker never stays raised past its gate.
 		 */
 		pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_SEQ_CST);
-		sched_boost(tid);
+		sched_boost(w, tid);
 		__atomic_store_n(&w->boosted, true, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&w->in_gate, __ATOMIC_SEQ_CST) != gs->t)
 			unboost(w, tid);
@@ -135,8 +141,11 @@ static void raise_gate_holders(void *arg)
 void lr_prefetch_gate_read_lock(struct lr_engine *e, struct lr_task *t)
 {
 	struct gate_stall gs = {e, t};
+	/* the near worker shares our CPU (follow.c): it can't leave the gate while we spin */
+	bool near_inside =
+	    e->nr_workers && e->workers[0].near && __atomic_load_n(&e->workers[0].in_gate, __ATOMIC_SEQ_CST) == t;
 
-	lr_gate_read_lock_stalled(&t->gate, raise_gate_holders, &gs);
+	lr_gate_read_lock_stalled(&t->gate, near_inside ? 0 : LR_GATE_SPIN_NS, raise_gate_holders, &gs);
 }
 
 static uint64_t since_fault_ns(struct lr_engine *e)
@@ -181,7 +190,9 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 	 * do, in pieces of PREFETCH_STEP_MIN: it looks for a fault between pieces
 	 * itself, so a fault never waits behind more than one.
 	 */
-	if (faults != c->faults || !c->step) {
+	/* following, a worker away from the program's CPU takes none of its time: only its pieces stay small */
+	bool away = w && e->follow.on && !w->near;
+	if ((faults != c->faults && !away) || !c->step) {
 		c->step = PREFETCH_STEP_MIN;
 		c->calm = 0;
 	} else if (!gated) {
@@ -194,9 +205,11 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 		c->step = e->o.prefetch_step;
 	c->faults = faults;
 	uint64_t step = len - off < c->step ? len - off : c->step;
-	uint64_t piece = calm(e)				  ? PREFETCH_PIECE_CALM
-			 : gated && c->calm < PREFETCH_CALM_STEPS ? PREFETCH_PIECE_NEAR
-								  : PREFETCH_STEP_MIN;
+	bool near = w && w->near; /* small pieces, and none once a fault came: see wait_calm() */
+	uint64_t piece = near						    ? PREFETCH_PIECE_NEAR
+			 : calm(e)					    ? PREFETCH_PIECE_CALM
+			 : gated && (away || c->calm < PREFETCH_CALM_STEPS) ? PREFETCH_PIECE_NEAR
+									    : PREFETCH_STEP_MIN;
 	/* the file read happens outside the gate: only the copy must not start during an event read */
 	if (e->src->copies && off >= c->buf_at && off < c->buf_at + c->buf_len) {
 		data = c->buf + (off - c->buf_at); /* read before a fault came: not read again */
@@ -224,7 +237,7 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 		if ((sub || e->src->copies) && !gated && lr_fault_waiting(e))
 			break;
 		stopped = __atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE) || lr_stage(e) >= STAGE_STOPPING;
-		if (stopped)
+		if (stopped || (near && __atomic_load_n(&e->fault_seq, __ATOMIC_RELAXED) != faults))
 			break;
 		r = lr_copy(e, t, c->start + off + sub, data + sub, l, &done, &installed, NULL);
 		sub += done;
@@ -256,13 +269,22 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
  * a timer: a timer would wake it, and so preempt the program, every spell.
  */
 
-static void wait_calm(struct lr_engine *e)
+static void wait_calm(struct lr_worker *w)
 {
-	if (!e->o.workers_calm || calm(e))
+	struct lr_engine *e = w->e;
+	/*
+	 * Following (follow.c), the near worker shares the fault thread's CPU:
+	 * preempted inside a gate, it holds up the next fault until raised, so
+	 * it copies in calm spells only; the others never share it.
+	 */
+	bool waits = e->follow.on ? w->near : e->o.workers_calm;
+
+	if (!waits || calm(e))
 		return;
 	pthread_mutex_lock(&e->lock);
 	while (lr_stage(e) < STAGE_STOPPING && !calm(e)) {
-		e->calm_waiters++;
+		if (!e->calm_waiters++) /* a fault thread asleep for good must set itself a timeout */
+			lr_engine_kick(e);
 		pthread_cond_wait(&e->calm, &e->lock);
 		e->calm_waiters--;
 	}
@@ -298,10 +320,11 @@ static void *worker(void *arg)
 	pid_t tid = gettid();
 
 	/* Background work yields the CPU to the restored program. */
-	if (setpriority(PRIO_PROCESS, (id_t)tid, PREFETCH_NICE))
+	if (setpriority(PRIO_PROCESS, (id_t)tid, e->follow.on && !w->near ? PREFETCH_NICE_AWAY : PREFETCH_NICE))
 		pr_debug("prefetch worker keeps its priority: %m");
 	__atomic_store_n(&w->tid, tid, __ATOMIC_SEQ_CST);
-	enter_idle(e, tid);
+	lr_follow_worker(e, w, tid);
+	enter_idle(w, tid);
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		while (lr_stage(e) < STAGE_STOPPING &&
@@ -311,11 +334,12 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&e->lock);
 		if (stop)
 			break;
-		wait_calm(e);
+		wait_calm(w);
 		if (!claim(e, c))
 			continue;
-		while (claim_step(e, c, w))
-			wait_calm(e);
+		/* the near worker lets its claim go when a fault stops it: see claim_step() */
+		while (claim_step(e, c, w) && !(w->near && !calm(e)))
+			wait_calm(w);
 		pthread_mutex_lock(&e->lock);
 		struct lr_claim whole = *c; /* thp.c looks at the extent once the claim is released */
 		lr_claim_release(e, c);
@@ -389,7 +413,9 @@ int lr_prefetch_start(struct lr_engine *e)
 
 	pthread_mutex_lock(&e->lock); /* against lr_prefetch_stop() */
 	for (unsigned i = 0; i < e->o.workers; i++) {
-		e->workers[i] = (struct lr_worker){.e = e, .slot = i};
+		/* following with two or more: the first on the fault thread's CPU, in its idle time */
+		e->workers[i] =
+		    (struct lr_worker){.e = e, .slot = i, .near = e->follow.on && i == 0 && e->o.workers > 1};
 		if (pthread_create(&e->workers[i].th, NULL, worker, &e->workers[i])) {
 			pr_err("can't start prefetch worker %u", i);
 			lr_engine_fail_locked(e, "prefetch workers unavailable");
@@ -409,7 +435,7 @@ void lr_prefetch_stop(struct lr_engine *e)
 	unsigned n = e->nr_workers;
 	e->nr_workers = 0;
 	for (unsigned i = 0; i < n; i++) /* a starved SCHED_IDLE worker would keep us waiting */
-		sched_idle(__atomic_load_n(&e->workers[i].tid, __ATOMIC_SEQ_CST), false);
+		sched_idle(&e->workers[i], __atomic_load_n(&e->workers[i].tid, __ATOMIC_SEQ_CST), false);
 	pthread_cond_broadcast(&e->work);
 	pthread_cond_broadcast(&e->calm);
 	pthread_mutex_unlock(&e->lock);

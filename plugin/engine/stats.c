@@ -72,6 +72,15 @@ static double since(const struct lr_stats *s, double t)
 	return t > 0 ? t - s->t_start : -1;
 }
 
+/* A JSON string of our own text; quotes and backslashes become ' to keep it valid. */
+static void put_text(FILE *f, const char *text)
+{
+	fputc('"', f);
+	for (const char *p = text; *p; p++)
+		fputc(*p == '"' || *p == '\\' ? '\'' : *p, f);
+	fputc('"', f);
+}
+
 static void write_thp(FILE *f, const struct lr_stats *s)
 {
 	fprintf(f,
@@ -120,13 +129,15 @@ int lr_stats_write_json(const struct lr_stats *s, const char *path)
 	fprintf(f, "  \"gate\": {\"reads\": %llu, \"waited\": %llu, \"wait_mean_us\": %.1f, \"wait_max_us\": %.1f},\n",
 		(unsigned long long)s->gate_reads, (unsigned long long)s->gate_waits,
 		s->gate_waits ? s->gate_wait_ns / 1e3 / s->gate_waits : 0, s->gate_wait_max_ns / 1e3);
-	fprintf(f, "  \"page_source\": \"%s\",\n  \"page_source_why\": \"", s->source);
-	for (const char *p = s->source_why; *p; p++) /* our own text, but keep the JSON valid */
-		fputc(*p == '"' || *p == '\\' ? '\'' : *p, f);
-	fprintf(f, "\",\n  \"workers_calm\": %s,\n  \"workers_why\": \"", s->workers_calm ? "true" : "false");
-	for (const char *p = s->workers_why; *p; p++)
-		fputc(*p == '"' || *p == '\\' ? '\'' : *p, f);
-	fprintf(f, "\",\n  \"prefetch_step_max_kib\": %llu,\n", (unsigned long long)(s->step_max >> 10));
+	fprintf(f, "  \"page_source\": \"%s\",\n  \"page_source_why\": ", s->source);
+	put_text(f, s->source_why);
+	fprintf(f, ",\n  \"workers_calm\": %s,\n  \"workers_why\": ", s->workers_calm ? "true" : "false");
+	put_text(f, s->workers_why);
+	fprintf(f, ",\n  \"fault_cpu\": \"%s\",\n  \"fault_cpu_why\": ", s->follow ? "follow" : "any");
+	put_text(f, s->follow_why);
+	fprintf(f, ",\n  \"fault_thread_moves\": %llu,\n  \"fault_thread_cpu\": %d,\n",
+		(unsigned long long)s->fault_thread_moves, s->fault_thread_cpu);
+	fprintf(f, "  \"prefetch_step_max_kib\": %llu,\n", (unsigned long long)(s->step_max >> 10));
 	write_thp(f, s);
 	fprintf(f, "}\n");
 	if (fclose(f)) {

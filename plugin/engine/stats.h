@@ -33,6 +33,10 @@ struct lr_stats {
 	bool workers_calm;     /* workers waited for a calm spell (opts.workers_calm) */
 	char workers_why[200]; /* the sibling probe's figures, or the option that chose */
 	uint64_t step_max;     /* largest background step, bytes */
+	bool follow;	       /* the fault thread followed the faulting threads' CPUs (opts.follow) */
+	char follow_why[256];  /* the probe's figures, or the option that chose */
+	uint64_t fault_thread_moves;
+	int fault_thread_cpu; /* the CPU it followed last; -1: none */
 	/* huge pages (thp.c): 2 MiB extents of THP-eligible lazy VMAs, collapses, AnonHugePages after */
 	uint64_t thp_extents, thp_collapsed, thp_failed, thp_collapse_ns;
 	/*

@@ -444,7 +444,7 @@ static void image_init(struct image *im, uint64_t vaddr, uint64_t madv)
 	    .pid = 1, .nr_vmas = 1, .vmas = &im->vma, .nr_pmes = 1, .pmes = &im->pme, .pages_bytes = AREA};
 }
 
-enum how { COPIES, MAPS, ASYNC, SERIAL };
+enum how { COPIES, MAPS, ASYNC, SERIAL, FOLLOWING };
 
 static void run_row(const struct row *row, enum how how)
 {
@@ -460,10 +460,11 @@ static void run_row(const struct row *row, enum how how)
 	int over[2];
 
 	print_message("  row: %s, source %s\n", row->name,
-		      how == SERIAL ? "in order"
-		      : async	    ? "asynchronous"
-		      : copies	    ? "copies"
-				    : "maps");
+		      how == SERIAL	 ? "in order"
+		      : how == FOLLOWING ? "copies, the fault thread following this one"
+		      : async		 ? "asynchronous"
+		      : copies		 ? "copies"
+					 : "maps");
 	int uffd;
 	uint8_t *area = registered_area(&uffd);
 
@@ -474,13 +475,15 @@ static void run_row(const struct row *row, enum how how)
 	struct image im;
 	image_init(&im, m->vaddr, 0);
 
-	struct lr_engine_opts o = {.workers = 1, .faults_only = !row->own};
+	/* following: a worker near the fault thread and one away from it (follow.c) */
+	struct lr_engine_opts o = {
+	    .workers = how == FOLLOWING ? 2 : 1, .faults_only = !row->own, .follow = how == FOLLOWING};
 	r.e = lr_engine_create(&m->base, &o);
 	assert_non_null(r.e);
 	/* the restore is "over" (the fault thread prefetches too) only when the test says so */
 	assert_int_equal(pipe2(over, O_CLOEXEC), 0);
 	assert_int_equal(lr_engine_watch_restore(r.e, over[0]), 0);
-	assert_int_equal(lr_engine_add_task(r.e, 1, 0, uffd, &im.mm), 0);
+	assert_int_equal(lr_engine_add_task(r.e, 1, how == FOLLOWING ? getpid() : 0, uffd, &im.mm), 0);
 	m->engine = r.e;
 	pthread_mutex_lock(&m->lock); /* before the marker: the fault thread reads no page before it */
 	assert_int_equal(pthread_create(&th, NULL, run_engine, &r), 0);
@@ -651,6 +654,13 @@ static void test_rows_mapping(void **state)
 		run_row(&rows[i], MAPS);
 }
 
+static void test_rows_following(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		run_row(&rows[i], FOLLOWING);
+}
+
 static void test_rows_async(void **state)
 {
 	(void)state;
@@ -753,16 +763,100 @@ static void test_calm_workers(void **state)
 	source_fini(&m);
 }
 
+/* The last CPU we may run on, or -1 with fewer than two. */
+static int last_cpu(void)
+{
+	cpu_set_t set;
+	int last = -1;
+
+	if (sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) < 2)
+		return -1;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			last = c;
+	return last;
+}
+
+struct pinned_reader {
+	uint8_t *area;
+	int cpu;
+	bool pinned;
+};
+
+/* Scattered first reads of every page (a prime stride), pinned to one CPU. */
+static void *pinned_reads(void *arg)
+{
+	struct pinned_reader *pr = arg;
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(pr->cpu, &one);
+	pr->pinned = !sched_setaffinity(0, sizeof(one), &one);
+	for (uint64_t k = 0, n = AREA / PG; k < n; k++)
+		(void)*(volatile uint8_t *)(pr->area + (k * 7919 % n) * PG);
+	return NULL;
+}
+
+/*
+ * opts.follow (follow.c): the fault thread moves to the CPU of the thread
+ * whose faults it serves (here one pinned to our last CPU; the uffd has no
+ * thread ids, so the task's main thread is looked at: the faulting thread
+ * is found through its task, this process), and every word is right.
+ */
+static void test_follow(void **state)
+{
+	struct mem_source m = {.base = {.ops = &mem_ops, .copies = true}};
+	struct run r = {0};
+	pthread_t th;
+
+	(void)state;
+	int cpu = last_cpu();
+	if (cpu < 0) {
+		print_message("fewer than two CPUs to run on: nothing to follow, skipped\n");
+		skip();
+	}
+	int uffd;
+	uint8_t *area = registered_area(&uffd);
+	source_init(&m, area, true);
+	struct image im;
+	image_init(&im, m.vaddr, 0);
+	struct lr_engine_opts o = {.workers = 2, .follow = true, .follow_why = "test"};
+	start_engine(&r, &m, uffd, &im, &o, &th); /* before the pin: its threads would inherit it */
+	/* the main thread reads: the task's stat file is its */
+	cpu_set_t all;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	struct pinned_reader pr = {.area = area, .cpu = cpu};
+	pinned_reads(&pr);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(bad_word(area, AREA, m.vaddr, false), 0);
+	print_message("  %llu faults, %llu pages prefetched, fault thread moved %llu time(s), last to CPU %d (the "
+		      "reader's: %d)\n",
+		      (unsigned long long)r.stats.faults, (unsigned long long)r.stats.prefetch_pages,
+		      (unsigned long long)r.stats.fault_thread_moves, r.stats.fault_thread_cpu, cpu);
+	assert_true(r.stats.follow);
+	assert_true(pr.pinned);
+	if (r.stats.faults) { /* the prefetch may win every page first: then there was nothing to follow */
+		assert_true(r.stats.fault_thread_moves >= 1);
+		assert_int_equal(r.stats.fault_thread_cpu, cpu);
+	}
+	munmap(area, AREA);
+	source_fini(&m);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN); /* see the write to `over` */
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows_async),	 /* first: it does not wait for the rows before it */
-	    cmocka_unit_test(test_rows_serial),	 /* a source answering in request order */
-	    cmocka_unit_test(test_rows_copying), /* a source copying into buffers */
-	    cmocka_unit_test(test_rows_mapping), /* a source mapping its data */
-	    cmocka_unit_test(test_huge_pages),	 /* MADV_HUGEPAGE: the sweep's collapses */
-	    cmocka_unit_test(test_calm_workers), /* workers that wait for a calm spell */
+	    cmocka_unit_test(test_rows_async),	   /* first: it does not wait for the rows before it */
+	    cmocka_unit_test(test_rows_serial),	   /* a source answering in request order */
+	    cmocka_unit_test(test_rows_copying),   /* a source copying into buffers */
+	    cmocka_unit_test(test_rows_mapping),   /* a source mapping its data */
+	    cmocka_unit_test(test_huge_pages),	   /* MADV_HUGEPAGE: the sweep's collapses */
+	    cmocka_unit_test(test_calm_workers),   /* workers that wait for a calm spell */
+	    cmocka_unit_test(test_rows_following), /* the fault thread on the faulting thread's CPU */
+	    cmocka_unit_test(test_follow),	   /* it moves there */
 	};
 	lr_log_set_level(LR_LOG_WARN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
