@@ -207,13 +207,15 @@ int main(int argc, char **argv)
 	if (spin)
 		pthread_join(spin_th, NULL);
 	qsort(lat, faults, sizeof(*lat), cmp_u64);
-	printf("%zu faults, %zu KiB apart, server %s on the %s CPU%s%s: p50 %.1f p90 %.1f p99 %.1f p99.9 %.1f max %.1f us\n", faults,
-	       stride >> 10, sleeping ? "sleeping" : "polling", server_cpu ? "other" : "same",
+	printf("%zu faults, %zu KiB apart, server %s on the %s CPU%s%s: p50 %.1f p90 %.1f p99 %.1f p99.9 %.1f max %.1f "
+	       "us\n",
+	       faults, stride >> 10, sleeping ? "sleeping" : "polling", server_cpu ? "other" : "same",
 	       spin ? ", an idle-time spinner on the faulting CPU" : "", prepass ? ", page tables made first" : "",
 	       (double)lat[faults / 2] / 1e3, (double)lat[faults * 9 / 10] / 1e3, (double)lat[faults * 99 / 100] / 1e3,
 	       (double)lat[faults * 999 / 1000] / 1e3, (double)lat[faults - 1] / 1e3);
 	return 0;
 usage:
-	fprintf(stderr, "usage: roundtrip [-n FAULTS 100..100000] [-s STRIDE_KIB 8..65536] [-m poll|sleep] [-p] [-c same|other] [-i]\n");
+	fprintf(stderr, "usage: roundtrip [-n FAULTS 100..100000] [-s STRIDE_KIB 8..65536] [-m poll|sleep] [-p] [-c "
+			"same|other] [-i]\n");
 	return 2;
 }
