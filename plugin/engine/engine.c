@@ -339,8 +339,13 @@ int lr_engine_run(struct lr_engine *e)
 			leave_fifo();
 			fifo = false;
 		}
-		/* following, it sleeps between faults on the program's CPU: the workers stream */
-		busy = over && !ws_busy && (e->remote ? lr_remote_pump(e) : !e->follow.on && lr_prefetch_own_step(e));
+		/*
+		 * A replay step counts as work done: after its last one the loop
+		 * must look at the prefetch at once, not sleep (nothing may come to
+		 * wake it).  Following, the fault thread sleeps between faults on
+		 * the program's CPU: the workers stream.
+		 */
+		busy = over && (ws_busy || (e->remote ? lr_remote_pump(e) : !e->follow.on && lr_prefetch_own_step(e)));
 	}
 out:
 	pthread_mutex_lock(&e->lock);
