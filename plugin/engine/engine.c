@@ -316,6 +316,7 @@ int lr_engine_run(struct lr_engine *e)
 			lr_engine_restore_over(e);
 		}
 		bool ws_busy = lr_ws_replay_step(e); /* the working set first, right after the hand-off */
+		lr_follow_pause(e, ws_busy);	     /* a busy loop pinned beside the program would halve its CPU */
 		int timeout = busy || ws_busy ? 0 : progress ? 200 : -1;
 		if (over_in > 0 && (timeout < 0 || over_in < timeout))
 			timeout = over_in;
