@@ -329,7 +329,7 @@ static void choose_cpus(struct dump *d, const struct lr_daemon_opts *o)
 int lr_daemon_run(const struct lr_daemon_opts *o)
 {
 	char images[PATH_MAX];
-	struct dump d;
+	struct dump d = {0};
 	int lfd, ret = -1;
 
 	if (!realpath(o->images_dir, images)) {
