@@ -151,6 +151,16 @@ void lr_follow_fault(struct lr_engine *e, struct lr_task *t, uint32_t tid)
 	move_to(e, cpu);
 }
 
+/* The fault thread back on every CPU; the workers keep their places until the next move. */
+static void unpin(struct lr_follow *f)
+{
+	if (f->cpu < 0)
+		return;
+	if (sched_setaffinity(0, sizeof(f->all), &f->all))
+		pr_debug("fault thread keeps CPU %d: %m", f->cpu);
+	__atomic_store_n(&f->cpu, -1, __ATOMIC_SEQ_CST);
+}
+
 void lr_follow_pause(struct lr_engine *e, bool pause)
 {
 	struct lr_follow *f = &e->follow;
@@ -159,11 +169,8 @@ void lr_follow_pause(struct lr_engine *e, bool pause)
 		return;
 	f->paused = pause;
 	f->next_look_ns = 0; /* unpaused: look at the next fault */
-	if (pause && f->cpu >= 0) {
-		if (sched_setaffinity(0, sizeof(f->all), &f->all))
-			pr_debug("fault thread keeps CPU %d: %m", f->cpu);
-		__atomic_store_n(&f->cpu, -1, __ATOMIC_SEQ_CST); /* the workers keep their places until the next move */
-	}
+	if (pause)
+		unpin(f);
 }
 
 void lr_follow_stop(struct lr_engine *e)
@@ -173,10 +180,10 @@ void lr_follow_stop(struct lr_engine *e)
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;
-	if (f->on && f->cpu >= 0 && sched_setaffinity(0, sizeof(f->all), &f->all))
-		pr_debug("fault thread keeps CPU %d: %m", f->cpu);
+	int last = f->cpu;
+	unpin(f);
 	pthread_mutex_lock(&e->lock);
 	e->stats.fault_thread_moves = f->moves;
-	e->stats.fault_thread_cpu = f->cpu;
+	e->stats.fault_thread_cpu = last;
 	pthread_mutex_unlock(&e->lock);
 }

@@ -6,6 +6,7 @@
  * them sees the other, so a copy never enters while the reader is in.
  */
 #include <limits.h>
+#include <stdbool.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -25,6 +26,19 @@ static void futex_wake(int *addr, int n)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
+/* Spin up to ns while *v is not zero; true if it still is. */
+static bool spin_while_set(int *v, uint64_t ns)
+{
+	uint64_t until = lr_now_ns() + ns;
+
+	while (__atomic_load_n(v, __ATOMIC_SEQ_CST)) {
+		if (lr_now_ns() >= until)
+			return true;
+		__builtin_ia32_pause();
+	}
+	return false;
+}
+
 void lr_gate_copy_enter(struct lr_gate *g)
 {
 	for (;;) {
@@ -37,10 +51,7 @@ void lr_gate_copy_enter(struct lr_gate *g)
 		 * unlock a wake-up of this thread on another CPU, which on a VM
 		 * whose idle vCPUs halt is dearer than the read itself.
 		 */
-		uint64_t until = lr_now_ns() + LR_GATE_SPIN_NS;
-		while (__atomic_load_n(&g->reading, __ATOMIC_SEQ_CST) && lr_now_ns() < until)
-			__builtin_ia32_pause();
-		if (!__atomic_load_n(&g->reading, __ATOMIC_SEQ_CST))
+		if (!spin_while_set(&g->reading, LR_GATE_SPIN_NS))
 			continue;
 		/*
 		 * Counted before the look at reading, and the reader clears reading
@@ -62,24 +73,13 @@ void lr_gate_copy_exit(struct lr_gate *g)
 
 void lr_gate_read_lock_stalled(struct lr_gate *g, uint64_t spin_ns, void (*stalled)(void *), void *arg)
 {
-	uint64_t until = 0;
 	int n;
 
 	__atomic_store_n(&g->reading, 1, __ATOMIC_SEQ_CST);
-	while ((n = __atomic_load_n(&g->copiers, __ATOMIC_SEQ_CST)) != 0) {
-		if (!until)
-			until = lr_now_ns() + spin_ns;
-		if (lr_now_ns() < until) {
-			__builtin_ia32_pause();
-			continue;
-		}
-		if (stalled) {
-			stalled(arg);
-			stalled = NULL;
-			continue;
-		}
+	if (spin_while_set(&g->copiers, spin_ns) && stalled)
+		stalled(arg);
+	while ((n = __atomic_load_n(&g->copiers, __ATOMIC_SEQ_CST)) != 0)
 		futex_wait(&g->copiers, n);
-	}
 }
 
 void lr_gate_read_lock(struct lr_gate *g)

@@ -37,9 +37,14 @@ static void sched_set(pid_t tid, int policy, int prio)
  * of SCHED_OTHER instead: a CPU that runs SCHED_IDLE work only counts as idle
  * to the scheduler, which would wake the program there, away from us.
  */
+static bool away(const struct lr_worker *w)
+{
+	return w->e->follow.on && !w->near;
+}
+
 static void sched_idle(const struct lr_worker *w, pid_t tid, bool on)
 {
-	sched_set(tid, on && (w->near || !w->e->follow.on) ? SCHED_IDLE : SCHED_OTHER, 0);
+	sched_set(tid, on && !away(w) ? SCHED_IDLE : SCHED_OTHER, 0);
 }
 
 /*
@@ -191,8 +196,8 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 	 * itself, so a fault never waits behind more than one.
 	 */
 	/* following, a worker away from the program's CPU takes none of its time: only its pieces stay small */
-	bool away = w && e->follow.on && !w->near;
-	if ((faults != c->faults && !away) || !c->step) {
+	bool far = w && away(w);
+	if ((faults != c->faults && !far) || !c->step) {
 		c->step = PREFETCH_STEP_MIN;
 		c->calm = 0;
 	} else if (!gated) {
@@ -206,10 +211,10 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 	c->faults = faults;
 	uint64_t step = len - off < c->step ? len - off : c->step;
 	bool near = w && w->near; /* small pieces, and none once a fault came: see wait_calm() */
-	uint64_t piece = near						    ? PREFETCH_PIECE_NEAR
-			 : calm(e)					    ? PREFETCH_PIECE_CALM
-			 : gated && (away || c->calm < PREFETCH_CALM_STEPS) ? PREFETCH_PIECE_NEAR
-									    : PREFETCH_STEP_MIN;
+	uint64_t piece = near						   ? PREFETCH_PIECE_NEAR
+			 : calm(e)					   ? PREFETCH_PIECE_CALM
+			 : gated && (far || c->calm < PREFETCH_CALM_STEPS) ? PREFETCH_PIECE_NEAR
+									   : PREFETCH_STEP_MIN;
 	/* the file read happens outside the gate: only the copy must not start during an event read */
 	if (e->src->copies && off >= c->buf_at && off < c->buf_at + c->buf_len) {
 		data = c->buf + (off - c->buf_at); /* read before a fault came: not read again */
@@ -320,7 +325,7 @@ static void *worker(void *arg)
 	pid_t tid = gettid();
 
 	/* Background work yields the CPU to the restored program. */
-	if (setpriority(PRIO_PROCESS, (id_t)tid, e->follow.on && !w->near ? PREFETCH_NICE_AWAY : PREFETCH_NICE))
+	if (setpriority(PRIO_PROCESS, (id_t)tid, away(w) ? PREFETCH_NICE_AWAY : PREFETCH_NICE))
 		pr_debug("prefetch worker keeps its priority: %m");
 	__atomic_store_n(&w->tid, tid, __ATOMIC_SEQ_CST);
 	lr_follow_worker(e, w, tid);
