@@ -199,13 +199,18 @@ bool lr_pending_work(struct lr_engine *e)
 	return false;
 }
 
-/* Lock held: claim a chunk into slot c, or return false when nothing is left (or the prefetch waits). */
+/*
+ * Lock held: claim into slot c the working set's next run, else a chunk near
+ * the latest fault; false when nothing is left (or the prefetch waits).
+ */
 bool lr_claim_take(struct lr_engine *e, struct lr_claim *c)
 {
-	struct lr_task *t = lr_ws_hold_in(e) ? NULL : next_task(e);
+	struct lr_task *t = NULL;
 	struct lr_range r;
+	bool ws = lr_ws_take(e, &t, &r);
 
-	if (!t || lr_ranges_pick(&t->pending, e->hint_addr, PREFETCH_CHUNK, &r))
+	if (!ws && (lr_ws_hold_in(e) || !(t = next_task(e)) ||
+		    lr_ranges_pick(&t->pending, e->hint_addr, PREFETCH_CHUNK, &r)))
 		return false;
 	if (lr_ranges_drop(&t->pending, r.start, r.end)) {
 		/* the ranges can't be kept track of: stop, as the fault path does, rather than spin */
@@ -220,8 +225,10 @@ bool lr_claim_take(struct lr_engine *e, struct lr_claim *c)
 			       .buf = c->buf,
 			       .step = c->step,
 			       .faults = c->faults,
-			       .calm = c->calm};
-	e->hint_addr = r.end; /* the next worker continues after this chunk */
+			       .calm = c->calm,
+			       .ws = ws};
+	if (!ws)
+		e->hint_addr = r.end; /* the next worker continues after this chunk */
 	return true;
 }
 
@@ -231,5 +238,7 @@ void lr_claim_release(struct lr_engine *e, struct lr_claim *c)
 	if (!c->cancelled && !c->t->gone && c->start + c->done < c->end &&
 	    lr_ranges_add(&c->t->pending, c->start + c->done, c->end, c->img + c->done))
 		lr_engine_fail_locked(e, "out of memory in prefetch");
+	if (c->ws)
+		lr_ws_run_over(e);
 	c->t = NULL;
 }

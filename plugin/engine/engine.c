@@ -315,9 +315,7 @@ int lr_engine_run(struct lr_engine *e)
 				RESTORE_OVER_MS);
 			lr_engine_restore_over(e);
 		}
-		bool ws_busy = lr_ws_replay_step(e); /* the working set first, right after the hand-off */
-		lr_follow_pause(e, ws_busy);	     /* a busy loop pinned beside the program would halve its CPU */
-		int timeout = busy || ws_busy ? 0 : progress ? 200 : -1;
+		int timeout = busy ? 0 : progress ? 200 : -1;
 		if (over_in > 0 && (timeout < 0 || over_in < timeout))
 			timeout = over_in;
 		if (calm_in > 0 && (timeout < 0 || calm_in < timeout))
@@ -340,13 +338,8 @@ int lr_engine_run(struct lr_engine *e)
 			leave_fifo();
 			fifo = false;
 		}
-		/*
-		 * A replay step counts as work done: after its last one the loop
-		 * must look at the prefetch at once, not sleep (nothing may come to
-		 * wake it).  Following, the fault thread sleeps between faults on
-		 * the program's CPU: the workers stream.
-		 */
-		busy = over && (ws_busy || (e->remote ? lr_remote_pump(e) : !e->follow.on && lr_prefetch_own_step(e)));
+		/* following, the fault thread sleeps between faults on the program's CPU: the workers stream */
+		busy = over && (e->remote ? lr_remote_pump(e) : !e->follow.on && lr_prefetch_own_step(e));
 	}
 out:
 	pthread_mutex_lock(&e->lock);

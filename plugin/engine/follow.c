@@ -133,7 +133,7 @@ void lr_follow_fault(struct lr_engine *e, struct lr_task *t, uint32_t tid)
 	struct lr_follow *f = &e->follow;
 	char line[512];
 
-	if (!f->on || f->paused || !t->real_pid)
+	if (!f->on || !t->real_pid)
 		return;
 	uint64_t now = lr_now_ns();
 	if (now < f->next_look_ns)
@@ -159,18 +159,6 @@ static void unpin(struct lr_follow *f)
 	if (sched_setaffinity(0, sizeof(f->all), &f->all))
 		pr_debug("fault thread keeps CPU %d: %m", f->cpu);
 	__atomic_store_n(&f->cpu, -1, __ATOMIC_SEQ_CST);
-}
-
-void lr_follow_pause(struct lr_engine *e, bool pause)
-{
-	struct lr_follow *f = &e->follow;
-
-	if (!f->on || pause == f->paused)
-		return;
-	f->paused = pause;
-	f->next_look_ns = 0; /* unpaused: look at the next fault */
-	if (pause)
-		unpin(f);
 }
 
 void lr_follow_stop(struct lr_engine *e)

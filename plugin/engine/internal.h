@@ -115,7 +115,6 @@ struct lr_task {
 /* follow.c: where the fault thread runs (opts.follow) */
 struct lr_follow {
 	bool on;	       /* opts.follow, workers to prefetch, and more than one CPU */
-	bool paused;	       /* lr_follow_pause(): not pinned, not looking */
 	cpu_set_t all;	       /* the CPUs we may run on */
 	int cpu;	       /* atomic: the CPU the fault thread is pinned to; -1: none yet */
 	int fd;		       /* stat file of the thread looked at last, or -1 */
@@ -138,6 +137,7 @@ struct lr_claim {
 	unsigned calm;	  /* steps in a row that began with no fault served since the one before */
 	uint64_t done;	  /* bytes from start handled */
 	bool cancelled;	  /* an event, a steal or the task's end took it back */
+	bool ws;	  /* a run of the working set (ws.c): lr_ws_run_over() at its release */
 };
 
 struct lr_engine {
@@ -187,8 +187,6 @@ struct lr_engine {
 void lr_follow_start(struct lr_engine *e);
 void lr_follow_fault(struct lr_engine *e, struct lr_task *t, uint32_t tid);
 void lr_follow_worker(struct lr_engine *e, const struct lr_worker *w, pid_t tid);
-/* While the fault thread is busy with a working-set replay: off the program's CPU. */
-void lr_follow_pause(struct lr_engine *e, bool pause);
 void lr_follow_stop(struct lr_engine *e);
 
 /* uffd operations (uffdops.c) */

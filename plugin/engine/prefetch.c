@@ -348,10 +348,13 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&e->lock);
 		struct lr_claim whole = *c; /* thp.c looks at the extent once the claim is released */
 		lr_claim_release(e, c);
+		bool last = !lr_pending_work(e);
 		pthread_mutex_unlock(&e->lock);
 		if (whole.done == whole.end - whole.start && !whole.cancelled)
 			lr_thp_claim_done(e, whole.t, whole.start, whole.img, whole.done);
-		lr_engine_kick(e); /* the fault thread checks whether all is resident */
+		/* the fault thread checks whether all is resident (a wake-up per claim would take the program's CPU) */
+		if (last)
+			lr_engine_kick(e);
 	}
 	return NULL;
 }

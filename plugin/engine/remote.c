@@ -54,6 +54,7 @@ struct lr_rreq {
 	uint64_t done;		  /* bytes from start installed: its copier, inside the gate */
 	bool urgent;
 	bool dup;	/* a page of a background request in flight, asked again for a fault: its range is that one's */
+	bool ws;	/* a run of the working set (ws.c): lr_ws_run_over() when it ends */
 	bool cancelled; /* atomic store under e->lock, by the fault thread inside t's gate read side */
 	unsigned faults; /* fault messages waiting for it; under e->lock */
 	double t0;	 /* when the first of them was read */
@@ -228,7 +229,7 @@ static uint64_t serial_cap(const struct lr_remote *rm)
 
 /* [start, end) of t, out of pending already, asked for; -1 (the engine failed) if it can't be. */
 static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint64_t end, uint64_t img, bool urgent,
-		  double t0, bool dup)
+		  double t0, bool dup, bool ws)
 {
 	struct lr_engine *e = rm->e;
 	struct lr_rreq *q = calloc(1, sizeof(*q));
@@ -255,6 +256,7 @@ static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint6
 			      .img = img,
 			      .urgent = urgent,
 			      .dup = dup,
+			      .ws = ws,
 			      .faults = urgent,
 			      .t0 = t0,
 			      .sent = lr_now(),
@@ -273,6 +275,8 @@ static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint6
 		return 0;
 	__atomic_sub_fetch(&rm->outstanding, 1, __ATOMIC_SEQ_CST);
 	unlink_req(rm, q);
+	if (ws)
+		lr_ws_run_over(e);
 	buf_put(rm, q->r.buf, end - start);
 	free(q);
 	/* back into pending, so that nothing is taken for installed (a duplicate's range is another's) */
@@ -284,13 +288,17 @@ static int submit(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint6
 	return -1;
 }
 
-/* [start, end) in background requests of at most REQ_MAX. */
-static int submit_background(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint64_t end, uint64_t img)
+/*
+ * [start, end) in background requests of at most REQ_MAX; a run of the
+ * working set (ws) is no longer than one (WS_RUN_MAX).
+ */
+static int submit_background(struct lr_remote *rm, struct lr_task *t, uint64_t start, uint64_t end, uint64_t img,
+			     bool ws)
 {
 	for (uint64_t s = start; s < end; s += REQ_MAX) {
 		uint64_t e = end - s > REQ_MAX ? s + REQ_MAX : end;
 
-		if (submit(rm, t, s, e, img + (s - start), false, 0, false)) {
+		if (submit(rm, t, s, e, img + (s - start), false, 0, false, ws && s == start)) {
 			/* what was not submitted goes back (the engine has failed anyway) */
 			if (e < end)
 				lr_ranges_add(&t->pending, e, end, img + (e - start));
@@ -315,7 +323,8 @@ static bool take(struct lr_engine *e, uint64_t len, struct lr_claim *c)
 		return false;
 	}
 	c->end = c->start + len;
-	e->hint_addr = c->end;
+	if (!c->ws)
+		e->hint_addr = c->end;
 	return true;
 }
 
@@ -345,7 +354,7 @@ static void pump_locked(struct lr_engine *e)
 		} else if (rm->background >= rm->window) {
 			break;
 		}
-		if (!take(e, len, &c) || submit_background(rm, c.t, c.start, c.end, c.img))
+		if (!take(e, len, &c) || submit_background(rm, c.t, c.start, c.end, c.img, c.ws))
 			break;
 		st = lr_stage(e);
 	}
@@ -401,6 +410,8 @@ static void complete(struct lr_remote *rm, struct lr_rreq *q)
 		r = install(e, q, &installed);
 	pthread_mutex_lock(&e->lock);
 	unlink_req(rm, q);
+	if (q->ws)
+		lr_ws_run_over(e);
 	path_sample(rm, q, lr_now());
 	bool cancelled = q->cancelled;
 	uint64_t done = q->done;
@@ -540,8 +551,8 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 		if (lr_ranges_drop(&t->pending, addr, end)) {
 			lr_engine_fail_locked(e, "out of memory in the fault path");
 			ret = INSTALL_FATAL;
-		} else if (submit(rm, t, addr, urgent_end, img, true, t0, false) ||
-			   (urgent_end < end && submit_background(rm, t, urgent_end, end, img + (urgent_end - addr)))) {
+		} else if (submit(rm, t, addr, urgent_end, img, true, t0, false, false) ||
+			   (urgent_end < end && submit_background(rm, t, urgent_end, end, img + (urgent_end - addr), false))) {
 			ret = INSTALL_FATAL;
 		}
 		pthread_mutex_unlock(&e->lock);
@@ -554,7 +565,7 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 		/* the page again, urgently, rather than behind the bulk stream */
 		uint64_t page = addr & ~(uint64_t)(PAGE - 1);
 
-		ret = submit(rm, t, page, page + PAGE, q->img + (page - q->start), true, t0, true) ? INSTALL_FATAL
+		ret = submit(rm, t, page, page + PAGE, q->img + (page - q->start), true, t0, true, false) ? INSTALL_FATAL
 												   : INSTALL_OK;
 		pthread_mutex_unlock(&e->lock);
 		if (ret == INSTALL_OK)

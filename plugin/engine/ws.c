@@ -9,9 +9,10 @@
 #include "plugin/engine/ws.h"
 #include "plugin/log/log.h"
 
-/* Pages per batch: the fault thread looks for faults between batches, so a fault waits for one at most. */
+/* Recorded pages sorted together, so that neighbours merge into one run (one copy) across that much of the order. */
 #define WS_BATCH 32U
-#define WS_GAP	 2U /* pending pages between two of a batch's installed with them: one copy, not two */
+#define WS_GAP	 2U /* pending pages between two of a batch's taken with them: one copy, not two */
+#define WS_RUN_MAX 64U /* pages a run: one background request of a network source (remote.c) */
 
 /* A hand-off task's first faults (fault thread only). */
 struct ws_rec {
@@ -24,13 +25,9 @@ struct ws_rec {
 struct ws_replay {
 	struct lr_task *t;
 	const struct img_ws_task *list;
-	uint32_t pos;
-	uint64_t installed, skipped;
+	uint32_t pos;		      /* next page of list into a batch */
+	uint64_t taken, gap, skipped; /* recorded pages handed out, pages between them, pages not pending */
 	double t0;
-};
-
-struct ws_run {
-	uint64_t start, end;
 };
 
 struct lr_ws {
@@ -45,8 +42,10 @@ struct lr_ws {
 	uint64_t total_rec;
 	struct ws_replay *q; /* engine lock */
 	size_t nr_q, cap_q;
-	uint64_t batch[WS_BATCH];
-	struct ws_run runs[WS_BATCH];
+	unsigned inflight; /* engine lock: runs taken, not over yet */
+	double t0;	   /* engine lock: the first task's hand-off (0: no working set to install) */
+	uint64_t batch[WS_BATCH]; /* engine lock: q[0]'s batch, sorted; runs are taken from at on */
+	uint32_t nr_batch, at;
 };
 
 static void load(struct lr_ws *ws, const char *path)
@@ -123,7 +122,9 @@ void lr_ws_task_added(struct lr_engine *e, struct lr_task *t)
 		ws->cap_q = cap;
 	}
 	ws->q[ws->nr_q++] = (struct ws_replay){.t = t, .list = list, .t0 = lr_now()};
-	lr_engine_kick(e);
+	if (!ws->t0)
+		ws->t0 = ws->q[ws->nr_q - 1].t0;
+	pthread_cond_broadcast(&e->work);
 }
 
 void lr_ws_note(struct lr_engine *e, struct lr_task *t, uint64_t img)
@@ -190,152 +191,116 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/*
- * Lock held: take the batch's pages out of t's pending ranges, merged into runs
- * (with pending gaps of up to WS_GAP pages: a copy costs more than its bytes).
- * A page is taken only where it still sits at its dump-time address (no
- * remap moved it) and nobody installed or claimed it yet.
- */
-static size_t take_runs(struct lr_engine *e, struct lr_ws *ws, struct lr_task *t, size_t n, uint64_t *skipped)
+/* Lock held: the next batch of q's list, sorted, from which runs are taken; false when the list is over. */
+static bool refill(struct lr_ws *ws, struct ws_replay *q)
 {
-	size_t nr = 0;
+	uint32_t n = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		uint64_t p = ws->batch[i];
-		if (i && p == ws->batch[i - 1])
+	while (n < WS_BATCH && q->pos < q->list->nr)
+		ws->batch[n++] = q->list->pages[q->pos++];
+	qsort(ws->batch, n, sizeof(ws->batch[0]), cmp_u64);
+	ws->nr_batch = n;
+	ws->at = 0;
+	return n > 0;
+}
+
+/* Lock held: once every list is handed out and every run over, the working set is in. */
+static void check_installed(struct lr_engine *e, struct lr_ws *ws)
+{
+	if (ws->nr_q || ws->inflight || !ws->t0)
+		return;
+	e->stats.ws_ms = (lr_now() - ws->t0) * 1e3;
+	ws->t0 = 0;
+	pr_info("working set installed: %llu pages (and %llu between them) in %.3f ms (%llu not pending any more)",
+		(unsigned long long)e->stats.ws_pages, (unsigned long long)e->stats.ws_gap_pages, e->stats.ws_ms,
+		(unsigned long long)e->stats.ws_skipped);
+}
+
+/* Lock held: q's list is handed out (or its task gone): say how it went and take it off the queue. */
+static void finish(struct lr_engine *e, struct lr_ws *ws)
+{
+	struct ws_replay *q = &ws->q[0];
+
+	pr_info("task %u: working set handed to the copiers: %llu pages (and %llu between them) in %.3f ms (%llu "
+		"not pending any more)",
+		q->t->vpid, (unsigned long long)q->taken, (unsigned long long)q->gap, (lr_now() - q->t0) * 1e3,
+		(unsigned long long)q->skipped);
+	memmove(ws->q, ws->q + 1, (ws->nr_q - 1) * sizeof(*ws->q));
+	ws->nr_q--;
+	ws->nr_batch = ws->at = 0;
+	check_installed(e, ws);
+}
+
+void lr_ws_run_over(struct lr_engine *e)
+{
+	struct lr_ws *ws = e->ws;
+
+	if (ws && ws->inflight && !--ws->inflight)
+		check_installed(e, ws);
+}
+
+/*
+ * Lock held: the next run of the batch, out of t's pending ranges: a recorded
+ * page and those after it in the batch within WS_GAP pending pages (a copy
+ * costs more than its bytes), in one range.  A page is taken only where it
+ * still sits at its dump-time address (no remap moved it) and nobody
+ * installed or claimed it yet.  False when the batch has none left.
+ */
+static bool next_run(struct lr_ws *ws, struct ws_replay *q, struct lr_range *out)
+{
+	struct lr_task *t = q->t;
+
+	while (ws->at < ws->nr_batch) {
+		uint64_t p = ws->batch[ws->at++];
+		if (ws->at > 1 && p == ws->batch[ws->at - 2])
 			continue;
 		long k = lr_ranges_find(&t->pending, p);
 		if (k < 0 || t->pending.v[k].img + (p - t->pending.v[k].start) != p) {
 			pr_debug("task %u: working-set page 0x%llx is %s", t->vpid, (unsigned long long)p,
 				 k < 0 ? "not pending (installed, claimed or dropped)" : "moved");
-			(*skipped)++;
+			q->skipped++;
 			continue;
 		}
-		struct ws_run *last = nr ? &ws->runs[nr - 1] : NULL;
-		/* one range holds [last->start, p + PAGE), the gap too, if it holds both ends */
-		if (last && p - last->end <= WS_GAP * PAGE && p - last->start < FAULT_AROUND_MAX * PAGE &&
-		    lr_ranges_find(&t->pending, last->start) == k)
-			last->end = p + PAGE;
-		else
-			ws->runs[nr++] = (struct ws_run){p, p + PAGE};
-	}
-	for (size_t i = 0; i < nr; i++)
-		if (lr_ranges_drop(&t->pending, ws->runs[i].start, ws->runs[i].end)) {
-			lr_engine_fail_locked(e, "out of memory for the working set");
-			return 0;
+		uint64_t end = p + PAGE, own = 1;
+		for (; ws->at < ws->nr_batch; ws->at++) {
+			uint64_t n = ws->batch[ws->at];
+			if (n == ws->batch[ws->at - 1])
+				continue;
+			/* the range at its dump-time address from p on holds n too, and the gap */
+			if (n - end > WS_GAP * PAGE || n - p >= WS_RUN_MAX * PAGE || n >= t->pending.v[k].end)
+				break;
+			end = n + PAGE;
+			own++;
 		}
-	return nr;
-}
-
-/* The batch's own (recorded) pages in [start, end), from *pos on: the batch is sorted, and asked in order. */
-static uint64_t batch_pages(const struct lr_ws *ws, size_t n, size_t *pos, uint64_t start, uint64_t end)
-{
-	uint64_t nr = 0;
-
-	for (; *pos < n && ws->batch[*pos] < end; ++*pos)
-		if (ws->batch[*pos] >= start && !(*pos && ws->batch[*pos - 1] == ws->batch[*pos]))
-			nr++;
-	return nr;
-}
-
-/*
- * Copy the runs without waking anyone, then wake the batch's span once (a
- * thread that faulted on a page meanwhile waits for that; one woken on a
- * page left out faults again).  On EAGAIN or a gone task, what was not
- * installed goes back to pending before the fault thread reads the event
- * that caused it.
- */
-static int copy_runs(struct lr_engine *e, struct lr_ws *ws, struct lr_task *t, size_t nr, size_t n, uint64_t *installed,
-		     uint64_t *gap)
-{
-	uint64_t done = 0;
-	int r = INSTALL_OK;
-	size_t i, pos = 0;
-
-	for (i = 0; i < nr; i++) {
-		struct ws_run *run = &ws->runs[i];
-		uint64_t len = run->end - run->start, got = 0;
-		const void *data;
-		done = 0;
-		if (lr_source(e, t, run->start, run->start, len, e->fault_buf, &data))
-			return INSTALL_FATAL; /* the tree is killed */
-		r = lr_copy_mode(e, t, run->start, data, len, UFFDIO_COPY_MODE_DONTWAKE, &done, &got, NULL);
-		/* got: what this copy installed of [start, start + done); EEXIST pages are someone else's */
-		uint64_t own = batch_pages(ws, n, &pos, run->start, run->start + done);
-		*installed += own < got / PAGE ? own : got / PAGE;
-		*gap += got / PAGE > own ? got / PAGE - own : 0;
-		if (r != INSTALL_OK)
-			break;
+		q->taken += own;
+		q->gap += (end - p) / PAGE - own;
+		*out = (struct lr_range){.start = p, .end = end, .img = p};
+		return true;
 	}
-	lr_wake(t, ws->runs[0].start, ws->runs[i < nr ? i : nr - 1].end - ws->runs[0].start);
-	if (r == INSTALL_OK || r == INSTALL_FATAL)
-		return r;
-	ws->runs[i].start += done;
-	pthread_mutex_lock(&e->lock);
-	if (r == INSTALL_GONE)
-		lr_task_gone(e, t);
-	for (size_t k = i; k < nr && !t->gone; k++)
-		if (ws->runs[k].start < ws->runs[k].end &&
-		    lr_ranges_add(&t->pending, ws->runs[k].start, ws->runs[k].end, ws->runs[k].start))
-			lr_engine_fail_locked(e, "out of memory for the working set");
-	pthread_cond_broadcast(&e->work);
-	pthread_mutex_unlock(&e->lock);
-	return r;
+	return false;
 }
 
-bool lr_ws_replay_step(struct lr_engine *e)
+bool lr_ws_take(struct lr_engine *e, struct lr_task **task, struct lr_range *out)
 {
 	struct lr_ws *ws = e->ws;
-	uint64_t skipped = 0, installed = 0, gap = 0;
 
-	/*
-	 * Not before the restore-finished marker: until then criu's restorer
-	 * still moves VMAs into place, a copy at a dump-time address gets ENOENT
-	 * and its pages, already out of pending, would read zero later.
-	 */
-	if (!ws || lr_stage(e) < STAGE_FINISHED)
-		return false;
-	pthread_mutex_lock(&e->lock);
-	if (!ws->nr_q) {
-		pthread_mutex_unlock(&e->lock);
-		return false;
+	while (ws && ws->nr_q) {
+		struct ws_replay *q = &ws->q[0];
+		bool over = q->t->gone || lr_stage(e) >= STAGE_STOPPING;
+		uint64_t taken = q->taken, gap = q->gap, skipped = q->skipped;
+		bool got = !over && next_run(ws, q, out);
+		e->stats.ws_pages += q->taken - taken;
+		e->stats.ws_gap_pages += q->gap - gap;
+		e->stats.ws_skipped += q->skipped - skipped;
+		if (got) {
+			*task = q->t;
+			ws->inflight++;
+			return true;
+		}
+		if (over || !refill(ws, q))
+			finish(e, ws);
 	}
-	struct ws_replay *q = &ws->q[0];
-	struct lr_task *t = q->t;
-	size_t n = 0, nr = 0;
-	if (!t->gone && lr_stage(e) < STAGE_STOPPING) {
-		for (; n < WS_BATCH && q->pos < q->list->nr; n++)
-			ws->batch[n] = q->list->pages[q->pos++];
-		qsort(ws->batch, n, sizeof(ws->batch[0]), cmp_u64);
-		nr = take_runs(e, ws, t, n, &skipped);
-	} else {
-		q->pos = q->list->nr;
-	}
-	pthread_mutex_unlock(&e->lock);
-	int r = nr ? copy_runs(e, ws, t, nr, n, &installed, &gap) : INSTALL_OK;
-	__atomic_fetch_add(&e->stats.ws_pages, installed, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&e->stats.ws_gap_pages, gap, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&e->stats.ws_skipped, skipped, __ATOMIC_RELAXED);
-	if (r == INSTALL_FATAL)
-		return false;
-	pthread_mutex_lock(&e->lock);
-	q = &ws->q[0];
-	q->installed += installed;
-	q->skipped += skipped;
-	/* INSTALL_AGAIN: the batch went back to pending; the rest follows once the events are read */
-	bool over = q->pos >= q->list->nr || t->gone;
-	if (over) {
-		double ms = (lr_now() - q->t0) * 1e3;
-		pr_info("task %u: working set installed: %llu pages in %.3f ms (%llu not pending any more)", t->vpid,
-			(unsigned long long)q->installed, ms, (unsigned long long)q->skipped);
-		if (ms > e->stats.ws_ms)
-			e->stats.ws_ms = ms;
-		memmove(ws->q, ws->q + 1, (ws->nr_q - 1) * sizeof(*ws->q));
-		ws->nr_q--;
-	}
-	bool more = ws->nr_q > 0;
-	pthread_mutex_unlock(&e->lock);
-	return more;
+	return false;
 }
 
 /* The first occurrence of each page, in order (a page dropped and faulted again counts once). */
