@@ -209,8 +209,8 @@ bool lr_claim_take(struct lr_engine *e, struct lr_claim *c)
 	struct lr_range r;
 	bool ws = lr_ws_take(e, &t, &r);
 
-	if (!ws && (lr_ws_hold_in(e) || !(t = next_task(e)) ||
-		    lr_ranges_pick(&t->pending, e->hint_addr, PREFETCH_CHUNK, &r)))
+	if (!ws &&
+	    (lr_ws_hold_in(e) || !(t = next_task(e)) || lr_ranges_pick(&t->pending, e->hint_addr, PREFETCH_CHUNK, &r)))
 		return false;
 	if (lr_ranges_drop(&t->pending, r.start, r.end)) {
 		/* the ranges can't be kept track of: stop, as the fault path does, rather than spin */

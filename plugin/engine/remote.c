@@ -552,7 +552,8 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 			lr_engine_fail_locked(e, "out of memory in the fault path");
 			ret = INSTALL_FATAL;
 		} else if (submit(rm, t, addr, urgent_end, img, true, t0, false, false) ||
-			   (urgent_end < end && submit_background(rm, t, urgent_end, end, img + (urgent_end - addr), false))) {
+			   (urgent_end < end &&
+			    submit_background(rm, t, urgent_end, end, img + (urgent_end - addr), false))) {
 			ret = INSTALL_FATAL;
 		}
 		pthread_mutex_unlock(&e->lock);
@@ -565,8 +566,9 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 		/* the page again, urgently, rather than behind the bulk stream */
 		uint64_t page = addr & ~(uint64_t)(PAGE - 1);
 
-		ret = submit(rm, t, page, page + PAGE, q->img + (page - q->start), true, t0, true, false) ? INSTALL_FATAL
-												   : INSTALL_OK;
+		ret = submit(rm, t, page, page + PAGE, q->img + (page - q->start), true, t0, true, false)
+			  ? INSTALL_FATAL
+			  : INSTALL_OK;
 		pthread_mutex_unlock(&e->lock);
 		if (ret == INSTALL_OK)
 			watch(e);

@@ -10,8 +10,8 @@
 #include "plugin/log/log.h"
 
 /* Recorded pages sorted together, so that neighbours merge into one run (one copy) across that much of the order. */
-#define WS_BATCH 32U
-#define WS_GAP	 2U /* pending pages between two of a batch's taken with them: one copy, not two */
+#define WS_BATCH   32U
+#define WS_GAP	   2U  /* pending pages between two of a batch's taken with them: one copy, not two */
 #define WS_RUN_MAX 64U /* pages a run: one background request of a network source (remote.c) */
 
 /* A hand-off task's first faults (fault thread only). */
@@ -42,8 +42,8 @@ struct lr_ws {
 	uint64_t total_rec;
 	struct ws_replay *q; /* engine lock */
 	size_t nr_q, cap_q;
-	unsigned inflight; /* engine lock: runs taken, not over yet */
-	double t0;	   /* engine lock: the first task's hand-off (0: no working set to install) */
+	unsigned inflight;	  /* engine lock: runs taken, not over yet */
+	double t0;		  /* engine lock: the first task's hand-off (0: no working set to install) */
 	uint64_t batch[WS_BATCH]; /* engine lock: q[0]'s batch, sorted; runs are taken from at on */
 	uint32_t nr_batch, at;
 };
@@ -101,6 +101,18 @@ int lr_ws_setup(struct lr_engine *e, struct img_dir *dir, bool record, unsigned 
 		pr_info("recording the working set beside the prefetch: %s/%s is replaced, not replayed",
 			img_dir_path(dir), IMG_WS_FILE);
 	e->ws = ws; /* before the hand-off thread and the fault loop start */
+	return 0;
+}
+
+int lr_ws_use(struct lr_engine *e, struct img_ws *file)
+{
+	struct lr_ws *ws = calloc(1, sizeof(*ws));
+
+	if (!ws)
+		return -1;
+	ws->file = *file;
+	memset(file, 0, sizeof(*file));
+	e->ws = ws;
 	return 0;
 }
 

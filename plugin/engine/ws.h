@@ -20,6 +20,7 @@
 
 #include "images/image.h"
 
+struct img_ws;
 struct lr_engine;
 struct lr_range;
 struct lr_task;
@@ -36,6 +37,8 @@ struct lr_task;
  * identity unreadable).
  */
 int lr_ws_setup(struct lr_engine *e, struct img_dir *dir, bool record, unsigned hold_s);
+/* Before the hand-off: install file's lists (the engine owns them from now), as a working set read from a dump's. */
+int lr_ws_use(struct lr_engine *e, struct img_ws *file);
 /*
  * Engine lock held: whether the prefetch waits for a recording window: ms
  * left, -1 before the marker, 0 if not (any more); the call that finds the

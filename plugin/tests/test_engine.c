@@ -32,8 +32,10 @@
 #include <cmocka.h>
 
 #include "lib/uffd-compat.h"
+#include "images/ws.h"
 #include "plugin/engine/engine.h"
 #include "plugin/engine/thp.h"
+#include "plugin/engine/ws.h"
 #include "plugin/log/log.h"
 #include "plugin/source/source.h"
 
@@ -444,7 +446,36 @@ static void image_init(struct image *im, uint64_t vaddr, uint64_t madv)
 	    .pid = 1, .nr_vmas = 1, .vmas = &im->vma, .nr_pmes = 1, .pmes = &im->pme, .pages_bytes = AREA};
 }
 
-enum how { COPIES, MAPS, ASYNC, SERIAL, FOLLOWING };
+enum how { COPIES, MAPS, ASYNC, SERIAL, FOLLOWING, WORKING_SET };
+
+#define WS_NR 96U
+
+/*
+ * A working set for pid 1 (ws.c): its first batch in the area's second chunk
+ * (so that the held run has a chunk of area after it for the row to act on),
+ * in pairs a page apart (one run with the page between), the rest scattered
+ * over the whole area; no page twice.
+ */
+static void use_working_set(struct lr_engine *e, uint64_t vaddr)
+{
+	static const uint64_t area_pages = AREA / PG, first = CHUNK / PG;
+	bool seen[AREA / PG] = {0};
+	struct img_ws ws = {.nr_tasks = 1, .tasks = calloc(1, sizeof(struct img_ws_task))};
+	uint64_t *pages = calloc(WS_NR, sizeof(*pages));
+	unsigned n = 0;
+
+	assert_non_null(ws.tasks);
+	assert_non_null(pages);
+	for (uint64_t k = 0; n < WS_NR; k++) {
+		uint64_t p = n < 32 ? first + (k / 2 * 29) % first + (k % 2) * 2 : (k * 211) % area_pages;
+		if (seen[p])
+			continue;
+		seen[p] = true;
+		pages[n++] = vaddr + p * PG;
+	}
+	ws.tasks[0] = (struct img_ws_task){.pid = 1, .nr = WS_NR, .pages = pages};
+	assert_int_equal(lr_ws_use(e, &ws), 0);
+}
 
 static void run_row(const struct row *row, enum how how)
 {
@@ -460,11 +491,12 @@ static void run_row(const struct row *row, enum how how)
 	int over[2];
 
 	print_message("  row: %s, source %s\n", row->name,
-		      how == SERIAL	 ? "in order"
-		      : how == FOLLOWING ? "copies, the fault thread following this one"
-		      : async		 ? "asynchronous"
-		      : copies		 ? "copies"
-					 : "maps");
+		      how == SERIAL	   ? "in order"
+		      : how == FOLLOWING   ? "copies, the fault thread following this one"
+		      : how == WORKING_SET ? "copies, a working set installed first"
+		      : async		   ? "asynchronous"
+		      : copies		   ? "copies"
+					   : "maps");
 	int uffd;
 	uint8_t *area = registered_area(&uffd);
 
@@ -483,6 +515,8 @@ static void run_row(const struct row *row, enum how how)
 	/* the restore is "over" (the fault thread prefetches too) only when the test says so */
 	assert_int_equal(pipe2(over, O_CLOEXEC), 0);
 	assert_int_equal(lr_engine_watch_restore(r.e, over[0]), 0);
+	if (how == WORKING_SET)
+		use_working_set(r.e, m->vaddr);
 	assert_int_equal(lr_engine_add_task(r.e, 1, how == FOLLOWING ? getpid() : 0, uffd, &im.mm), 0);
 	m->engine = r.e;
 	pthread_mutex_lock(&m->lock); /* before the marker: the fault thread reads no page before it */
@@ -602,6 +636,14 @@ static void run_row(const struct row *row, enum how how)
 	assert_int_equal(r.ret, 0);
 	if (async)
 		async_stop(&as);
+	if (how == WORKING_SET) { /* every page of it handed out or found gone, and the last run over */
+		print_message("    working set: %llu pages taken, %llu between them, %llu not pending, in %.3f ms\n",
+			      (unsigned long long)r.stats.ws_pages, (unsigned long long)r.stats.ws_gap_pages,
+			      (unsigned long long)r.stats.ws_skipped, r.stats.ws_ms);
+		assert_true(r.stats.ws_pages > 0);
+		assert_int_equal(r.stats.ws_pages + r.stats.ws_skipped, WS_NR);
+		assert_true(r.stats.ws_ms > 0);
+	}
 	close(over[1]);
 
 	/* every byte: data where the pages stayed, zero where they were dropped */
@@ -659,6 +701,14 @@ static void test_rows_following(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		run_row(&rows[i], FOLLOWING);
+}
+
+/* The held claim is a run of the working set; the rest of it is copied before any chunk. */
+static void test_rows_working_set(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		run_row(&rows[i], WORKING_SET);
 }
 
 static void test_rows_async(void **state)
@@ -849,14 +899,15 @@ int main(void)
 {
 	signal(SIGPIPE, SIG_IGN); /* see the write to `over` */
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows_async),	   /* first: it does not wait for the rows before it */
-	    cmocka_unit_test(test_rows_serial),	   /* a source answering in request order */
-	    cmocka_unit_test(test_rows_copying),   /* a source copying into buffers */
-	    cmocka_unit_test(test_rows_mapping),   /* a source mapping its data */
-	    cmocka_unit_test(test_huge_pages),	   /* MADV_HUGEPAGE: the sweep's collapses */
-	    cmocka_unit_test(test_calm_workers),   /* workers that wait for a calm spell */
-	    cmocka_unit_test(test_rows_following), /* the fault thread on the faulting thread's CPU */
-	    cmocka_unit_test(test_follow),	   /* it moves there */
+	    cmocka_unit_test(test_rows_async),	     /* first: it does not wait for the rows before it */
+	    cmocka_unit_test(test_rows_serial),	     /* a source answering in request order */
+	    cmocka_unit_test(test_rows_copying),     /* a source copying into buffers */
+	    cmocka_unit_test(test_rows_mapping),     /* a source mapping its data */
+	    cmocka_unit_test(test_huge_pages),	     /* MADV_HUGEPAGE: the sweep's collapses */
+	    cmocka_unit_test(test_calm_workers),     /* workers that wait for a calm spell */
+	    cmocka_unit_test(test_rows_following),   /* the fault thread on the faulting thread's CPU */
+	    cmocka_unit_test(test_rows_working_set), /* a working set's runs are the claims */
+	    cmocka_unit_test(test_follow),	     /* it moves there */
 	};
 	lr_log_set_level(LR_LOG_WARN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
