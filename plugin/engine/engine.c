@@ -322,6 +322,9 @@ int lr_engine_run(struct lr_engine *e)
 			timeout = calm_in;
 		if (hold_in > 0 && (timeout < 0 || hold_in < timeout))
 			timeout = hold_in;
+		int overdue_in = lr_remote_overdue(e);
+		if (overdue_in >= 0 && (timeout < 0 || overdue_in < timeout))
+			timeout = overdue_in;
 		int n = lr_take_ready(e, evs);
 		if (!n)
 			n = epoll_wait(e->epfd, evs, 32, timeout);

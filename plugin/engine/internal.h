@@ -270,6 +270,11 @@ bool lr_remote_pump(struct lr_engine *e);
 int lr_remote_reclaim(struct lr_engine *e, struct lr_task *t, uint64_t s, uint64_t end);
 int lr_remote_fork(struct lr_engine *e, struct lr_task *t, struct lr_task *child);
 bool lr_remote_busy(struct lr_engine *e);
+/*
+ * Fault thread: faults waiting for the next bulk answer for longer than a
+ * bound ask for their page again, urgently; ms until the next such bound, -1: none.
+ */
+int lr_remote_overdue(struct lr_engine *e);
 /* An epoll tag of the fault thread's: true if it was remote.c's (its answers are then read). */
 bool lr_remote_event(struct lr_engine *e, const void *tag);
 

@@ -32,6 +32,7 @@
 
 #define REQ_MAX	     (256UL << 10) /* bytes per background request */
 #define URGENT_MAX   (64UL << 10)  /* the faulting page's part of its fault-around window */
+#define BULK_WAIT_MS 1		   /* a fault on the next bulk answer waits this long for it, then asks again */
 #define WINDOW_MIN   2U		   /* background requests in flight after a fault, at least */
 #define WINDOW_MAX   16U	   /* ... growing by one per background answer while none comes */
 #define WINDOW_CAP   64U	   /* ... or to BDP_GAIN products of a longer path, at most (16 MiB) */
@@ -58,6 +59,7 @@ struct lr_rreq {
 	bool cancelled; /* atomic store under e->lock, by the fault thread inside t's gate read side */
 	unsigned faults; /* fault messages waiting for it; under e->lock */
 	double t0;	 /* when the first of them was read */
+	uint64_t waiter; /* the first one's page, while it waits for the bulk answer (not asked again yet); 0: none */
 	double sent;
 	struct lr_rreq *next, *prev;
 };
@@ -481,6 +483,15 @@ static void on_done(struct page_source_req *r)
 
 /* ---- the fault thread ----------------------------------------------------- */
 
+/* Lock held: whether no background request was sent before q: its answer comes next on the bulk stream. */
+static bool next_on_bulk(const struct lr_rreq *q)
+{
+	for (const struct lr_rreq *o = q->next; o; o = o->next)
+		if (!o->urgent && !o->cancelled)
+			return false;
+	return true;
+}
+
 static struct lr_rreq *find_inflight(struct lr_remote *rm, struct lr_task *t, uint64_t addr)
 {
 	for (struct lr_rreq *q = rm->inflight; q; q = q->next)
@@ -520,6 +531,45 @@ bool lr_remote_event(struct lr_engine *e, const void *tag)
 	if (e->remote && e->src->ops->poll)
 		e->src->ops->poll(e->src);
 	return true;
+}
+
+/* Lock held: the page at addr of background request q asked for again, urgently, alone. */
+static int ask_again(struct lr_remote *rm, struct lr_rreq *q, uint64_t addr, double t0)
+{
+	uint64_t page = addr & ~(uint64_t)(PAGE - 1);
+
+	return submit(rm, q->t, page, page + PAGE, q->img + (page - q->start), true, t0, true, false) ? INSTALL_FATAL
+												      : INSTALL_OK;
+}
+
+int lr_remote_overdue(struct lr_engine *e)
+{
+	struct lr_remote *rm = e->remote;
+	double now = lr_now(), next = -1;
+	bool asked = false, failed = false;
+
+	if (!rm)
+		return -1;
+	pthread_mutex_lock(&e->lock);
+	for (struct lr_rreq *q = rm->inflight; q && !failed; q = q->next) {
+		if (!q->waiter || q->cancelled)
+			continue;
+		double left = q->t0 + BULK_WAIT_MS / 1e3 - now;
+		if (left > 0) {
+			next = next < 0 || left < next ? left : next;
+			continue;
+		}
+		/* the faulting thread is served by the urgent answer: the bulk one does not count it again */
+		uint64_t page = q->waiter & ~(uint64_t)1;
+		q->waiter = 0;
+		q->faults--;
+		failed = ask_again(rm, q, page, q->t0) != INSTALL_OK;
+		asked = true;
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (asked && !failed)
+		watch(e);
+	return next < 0 ? -1 : (int)(next * 1e3) + 1;
 }
 
 int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, double t0)
@@ -562,13 +612,19 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 		return ret;
 	}
 	struct lr_rreq *q = find_inflight(rm, t, addr);
-	if (q && !q->urgent && !serial_now(e)) {
-		/* the page again, urgently, rather than behind the bulk stream */
-		uint64_t page = addr & ~(uint64_t)(PAGE - 1);
-
-		ret = submit(rm, t, page, page + PAGE, q->img + (page - q->start), true, t0, true, false)
-			  ? INSTALL_FATAL
-			  : INSTALL_OK;
+	/*
+	 * The page again, urgently, rather than behind the bulk stream; but not
+	 * when its answer is the next one on it, arriving now: a program that
+	 * reads its memory in order faults right at the stream's front, and
+	 * asking each such page again (the server answering it twice, the bulk
+	 * stream held while an urgent answer is due) made a 1 GiB restore over
+	 * loopback 3-5x slower (bench/net/README.md).  It waits BULK_WAIT_MS for
+	 * that answer, then asks (lr_remote_overdue()): a stalled answer is
+	 * not waited for.
+	 */
+	bool next = q && !q->urgent && !serial_now(e) && next_on_bulk(q);
+	if (q && !q->urgent && !serial_now(e) && !next) {
+		ret = ask_again(rm, q, addr, t0);
 		pthread_mutex_unlock(&e->lock);
 		if (ret == INSTALL_OK)
 			watch(e);
@@ -578,7 +634,9 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 		/* no second request: the copy that lands wakes this thread too */
 		if (!q->faults++)
 			q->t0 = t0;
-		pthread_mutex_unlock(&e->lock);
+		if (next && !q->waiter)
+			q->waiter = (addr & ~(uint64_t)(PAGE - 1)) | 1; /* bit 0: set (page 0 is a page too) */
+		pthread_mutex_unlock(&e->lock); /* the fault thread's loop bounds its next wait: lr_remote_overdue() */
 		return INSTALL_OK;
 	}
 	pthread_mutex_unlock(&e->lock);
