@@ -184,7 +184,7 @@ static struct lr_task *next_task(struct lr_engine *e)
 		if (!t->gone && t->pending.pages) {
 			e->rr = (e->rr + k) % e->nr_tasks;
 			e->hint_task = t;
-			e->hint_addr = t->pending.v[0].start;
+			e->hint_addr = lr_ranges_first(&t->pending)->start;
 			return t;
 		}
 	}

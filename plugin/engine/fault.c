@@ -86,10 +86,10 @@ void lr_adapt_window(struct lr_task *t, uint64_t addr)
 /* Where the data for addr is, under lock: pending (claimed here) or a worker's claim. */
 static int locate(struct lr_engine *e, struct lr_task *t, uint64_t addr, uint64_t *len, uint64_t *img)
 {
-	long i = lr_ranges_find(&t->pending, addr);
+	const struct lr_range *rp = lr_ranges_get(&t->pending, addr);
 
-	if (i >= 0) {
-		struct lr_range r = t->pending.v[i];
+	if (rp) {
+		struct lr_range r = *rp;
 		lr_adapt_window(t, addr);
 		uint64_t end = addr + (uint64_t)t->window * PAGE;
 		if (end > r.end)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Lazy range bookkeeping: a sorted array per task, edited by events. */
+/* Lazy range bookkeeping: sorted ranges in blocks, per task, edited by events. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,100 +13,208 @@ void lr_ranges_init(struct lr_ranges *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* A place in r: block b, index i; b == nb is the end. */
+struct pos {
+	size_t b, i;
+};
+
 void lr_ranges_free(struct lr_ranges *r)
 {
-	free(r->v);
+	for (size_t k = 0; k < r->nb; k++)
+		free(r->b[k]);
+	free(r->b);
 	lr_ranges_init(r);
 }
 
-static int grow(struct lr_ranges *r, size_t need)
+static struct lr_range *at(const struct lr_ranges *r, struct pos p)
 {
-	if (r->nr + need <= r->cap)
-		return 0;
-	size_t cap = r->cap ? r->cap * 2 : 16;
-	while (cap < r->nr + need)
-		cap *= 2;
-	struct lr_range *v = realloc(r->v, cap * sizeof(*v));
-	if (!v)
-		return -1;
-	r->v = v;
-	r->cap = cap;
-	return 0;
+	return &r->b[p.b]->v[p.i];
 }
 
-/* First index whose end is above addr (the range holding addr, or the next). */
-static size_t lower_bound(const struct lr_ranges *r, uint64_t addr)
+static bool valid(const struct lr_ranges *r, struct pos p)
 {
-	size_t lo = 0, hi = r->nr;
+	return p.b < r->nb;
+}
 
-	while (lo < hi) {
+static void step(const struct lr_ranges *r, struct pos *p)
+{
+	if (++p->i == r->b[p->b]->n) {
+		p->b++;
+		p->i = 0;
+	}
+}
+
+/* The first range whose end is above addr (the range holding addr, or the next). */
+static struct pos lower(const struct lr_ranges *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->nb;
+
+	while (lo < hi) { /* the first block whose last range ends above addr */
 		size_t mid = lo + (hi - lo) / 2;
-		if (r->v[mid].end <= addr)
+		const struct lr_rblock *bl = r->b[mid];
+		if (bl->v[bl->n - 1].end <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo;
+	if (lo == r->nb)
+		return (struct pos){r->nb, 0};
+	const struct lr_rblock *bl = r->b[lo];
+	size_t l = 0, h = bl->n;
+	while (l < h) {
+		size_t mid = l + (h - l) / 2;
+		if (bl->v[mid].end <= addr)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	return (struct pos){lo, l};
+}
+
+/* A new empty block at index k of the block list. */
+static struct lr_rblock *new_block(struct lr_ranges *r, size_t k)
+{
+	if (r->nb == r->capb) {
+		size_t cap = r->capb ? r->capb * 2 : 8;
+		struct lr_rblock **v = realloc(r->b, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		r->b = v;
+		r->capb = cap;
+	}
+	struct lr_rblock *bl = malloc(sizeof(*bl));
+	if (!bl)
+		return NULL;
+	bl->n = 0;
+	memmove(&r->b[k + 1], &r->b[k], (r->nb - k) * sizeof(r->b[0]));
+	r->b[k] = bl;
+	r->nb++;
+	return bl;
+}
+
+/* Insert x at p (before what is there); the caller keeps order and counts. */
+static int insert_at(struct lr_ranges *r, struct pos p, struct lr_range x)
+{
+	if (!r->nb) {
+		if (!new_block(r, 0))
+			return -1;
+		p = (struct pos){0, 0};
+	} else if (p.b == r->nb) { /* after the last: at the end of the last block */
+		p = (struct pos){r->nb - 1, r->b[r->nb - 1]->n};
+	}
+	struct lr_rblock *bl = r->b[p.b];
+	if (bl->n == LR_RBLOCK) { /* full: its upper half into a new block after it */
+		struct lr_rblock *nb = new_block(r, p.b + 1);
+		if (!nb)
+			return -1;
+		size_t half = LR_RBLOCK / 2;
+		memcpy(nb->v, bl->v + half, (LR_RBLOCK - half) * sizeof(bl->v[0]));
+		nb->n = LR_RBLOCK - half;
+		bl->n = half;
+		if (p.i > half) {
+			bl = nb;
+			p.i -= half;
+		}
+	}
+	memmove(&bl->v[p.i + 1], &bl->v[p.i], (bl->n - p.i) * sizeof(bl->v[0]));
+	bl->v[p.i] = x;
+	bl->n++;
+	r->nr++;
+	return 0;
+}
+
+/* Remove the range at p; p then names the one after it. */
+static void remove_at(struct lr_ranges *r, struct pos *p)
+{
+	struct lr_rblock *bl = r->b[p->b];
+
+	memmove(&bl->v[p->i], &bl->v[p->i + 1], (bl->n - p->i - 1) * sizeof(bl->v[0]));
+	bl->n--;
+	r->nr--;
+	if (!bl->n) {
+		free(bl);
+		memmove(&r->b[p->b], &r->b[p->b + 1], (r->nb - p->b - 1) * sizeof(r->b[0]));
+		r->nb--;
+		p->i = 0;
+	} else if (p->i == bl->n) {
+		p->b++;
+		p->i = 0;
+	}
 }
 
 int lr_ranges_add(struct lr_ranges *r, uint64_t start, uint64_t end, uint64_t img)
 {
 	if (start >= end)
 		return 0;
-	size_t i = lower_bound(r, start);
-	if (i < r->nr && r->v[i].start < end)
+	struct pos p = lower(r, start);
+	if (valid(r, p) && at(r, p)->start < end)
 		return -1; /* overlap: a bookkeeping bug, refuse it */
-	if (grow(r, 1))
+	if (insert_at(r, p, (struct lr_range){start, end, img}))
 		return -1;
-	memmove(&r->v[i + 1], &r->v[i], (r->nr - i) * sizeof(r->v[0]));
-	r->v[i] = (struct lr_range){start, end, img};
-	r->nr++;
 	r->pages += (end - start) / PAGE;
 	return 0;
 }
 
-long lr_ranges_find(const struct lr_ranges *r, uint64_t addr)
+const struct lr_range *lr_ranges_get(const struct lr_ranges *r, uint64_t addr)
 {
-	size_t i = lower_bound(r, addr);
+	struct pos p = lower(r, addr);
 
-	if (i < r->nr && r->v[i].start <= addr)
-		return (long)i;
-	return -1;
+	return valid(r, p) && at(r, p)->start <= addr ? at(r, p) : NULL;
+}
+
+const struct lr_range *lr_ranges_first(const struct lr_ranges *r)
+{
+	return r->nb ? &r->b[0]->v[0] : NULL;
+}
+
+const struct lr_range *lr_ranges_nth(const struct lr_ranges *r, size_t k)
+{
+	for (size_t i = 0; i < r->nb; k -= r->b[i++]->n)
+		if (k < r->b[i]->n)
+			return &r->b[i]->v[k];
+	return NULL;
+}
+
+bool lr_ranges_overlap(const struct lr_ranges *r, uint64_t start, uint64_t end)
+{
+	struct pos p = lower(r, start);
+
+	return valid(r, p) && at(r, p)->start < end;
 }
 
 int lr_ranges_drop(struct lr_ranges *r, uint64_t start, uint64_t end)
 {
 	if (start >= end)
 		return 0;
-	size_t i = lower_bound(r, start);
+	struct pos p = lower(r, start);
 
-	while (i < r->nr && r->v[i].start < end) {
-		struct lr_range *c = &r->v[i];
+	while (valid(r, p) && at(r, p)->start < end) {
+		struct lr_range *c = at(r, p);
 		uint64_t cs = c->start > start ? c->start : start;
 		uint64_t ce = c->end < end ? c->end : end;
 
-		r->pages -= (ce - cs) / PAGE;
 		if (cs > c->start && ce < c->end) {
 			/* hole in the middle: split in two */
-			if (grow(r, 1))
+			struct lr_range tail = {ce, c->end, c->img + (ce - c->start)};
+			struct pos after = {p.b, p.i + 1};
+			c->end = cs;
+			if (insert_at(r, after, tail)) {
+				c->end = tail.end; /* unchanged on failure */
 				return -1;
-			memmove(&r->v[i + 1], &r->v[i], (r->nr - i) * sizeof(r->v[0]));
-			r->nr++;
-			r->v[i].end = cs;
-			r->v[i + 1].img += ce - r->v[i + 1].start;
-			r->v[i + 1].start = ce;
+			}
+			r->pages -= (ce - cs) / PAGE;
 			return 0;
 		}
+		r->pages -= (ce - cs) / PAGE;
 		if (cs > c->start) { /* keep the head */
 			c->end = cs;
-			i++;
+			step(r, &p);
 		} else if (ce < c->end) { /* keep the tail */
 			c->img += ce - c->start;
 			c->start = ce;
-			i++;
+			step(r, &p);
 		} else {
-			memmove(&r->v[i], &r->v[i + 1], (r->nr - i - 1) * sizeof(r->v[0]));
-			r->nr--;
+			remove_at(r, &p);
 		}
 	}
 	return 0;
@@ -119,8 +227,8 @@ int lr_ranges_remap(struct lr_ranges *r, uint64_t from, uint64_t to, uint64_t le
 	int ret = -1;
 
 	lr_ranges_init(&moved);
-	for (size_t k = lower_bound(r, from); k < r->nr && r->v[k].start < end; k++) {
-		const struct lr_range *c = &r->v[k];
+	for (struct pos p = lower(r, from); valid(r, p) && at(r, p)->start < end; step(r, &p)) {
+		const struct lr_range *c = at(r, p);
 		uint64_t cs = c->start > from ? c->start : from;
 		uint64_t ce = c->end < end ? c->end : end;
 
@@ -138,10 +246,12 @@ out:
 
 int lr_ranges_copy(struct lr_ranges *dst, const struct lr_ranges *src)
 {
-	if (grow(dst, src->nr))
-		return -1;
-	if (src->nr) /* (v may be NULL when empty) */
-		memcpy(dst->v, src->v, src->nr * sizeof(src->v[0]));
+	for (size_t k = 0; k < src->nb; k++) {
+		struct lr_rblock *bl = new_block(dst, dst->nb);
+		if (!bl)
+			return -1;
+		*bl = *src->b[k];
+	}
 	dst->nr = src->nr;
 	dst->pages = src->pages;
 	return 0;
@@ -149,20 +259,23 @@ int lr_ranges_copy(struct lr_ranges *dst, const struct lr_ranges *src)
 
 int lr_ranges_merge(struct lr_ranges *dst, const struct lr_ranges *src)
 {
-	for (size_t i = 0; i < src->nr; i++)
-		if (lr_ranges_add(dst, src->v[i].start, src->v[i].end, src->v[i].img))
-			return -1;
+	for (size_t k = 0; k < src->nb; k++)
+		for (size_t i = 0; i < src->b[k]->n; i++) {
+			const struct lr_range *c = &src->b[k]->v[i];
+			if (lr_ranges_add(dst, c->start, c->end, c->img))
+				return -1;
+		}
 	return 0;
 }
 
 int lr_ranges_pick(const struct lr_ranges *r, uint64_t hint, uint64_t chunk, struct lr_range *out)
 {
-	if (!r->nr)
+	if (!r->nb)
 		return -1;
-	size_t i = lower_bound(r, hint);
-	if (i == r->nr)
-		i = 0;
-	const struct lr_range *c = &r->v[i];
+	struct pos p = lower(r, hint);
+	if (!valid(r, p))
+		p = (struct pos){0, 0};
+	const struct lr_range *c = at(r, p);
 	uint64_t s = hint & ~(chunk - 1);
 
 	if (s < c->start || s >= c->end)

@@ -585,9 +585,9 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 	e->hint_task = t;
 	e->hint_addr = addr;
 	rm->window = path_window(rm, WINDOW_MIN); /* what is sent from now on queues behind less */
-	long i = lr_ranges_find(&t->pending, addr);
-	if (i >= 0) {
-		struct lr_range rg = t->pending.v[i];
+	const struct lr_range *rp = lr_ranges_get(&t->pending, addr);
+	if (rp) {
+		struct lr_range rg = *rp;
 		lr_adapt_window(t, addr);
 		uint64_t end = addr + (uint64_t)t->window * PAGE, img = rg.img + (addr - rg.start);
 		lr_ws_note(e, t, img);

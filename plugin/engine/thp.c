@@ -171,19 +171,7 @@ static long find_task(const struct lr_thp *h, const struct lr_task *t)
 /* Engine lock held: no page of [s, s+THP_SIZE) pending or in a copier's hands. */
 static bool extent_installed(struct lr_engine *e, struct lr_task *t, uint64_t s)
 {
-	const struct lr_ranges *r = &t->pending;
-	size_t lo = 0, hi = r->nr;
-
-	if (t->gone)
-		return false;
-	while (lo < hi) { /* first range ending after s */
-		size_t mid = lo + (hi - lo) / 2;
-		if (r->v[mid].end <= s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < r->nr && r->v[lo].start < s + THP_SIZE)
+	if (t->gone || lr_ranges_overlap(&t->pending, s, s + THP_SIZE))
 		return false;
 	for (unsigned k = 0; k < NR_CLAIMS; k++) {
 		const struct lr_claim *c = &e->claims[k];

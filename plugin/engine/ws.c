@@ -266,10 +266,10 @@ static bool next_run(struct lr_ws *ws, struct ws_replay *q, struct lr_range *out
 		uint64_t p = ws->batch[ws->at++];
 		if (ws->at > 1 && p == ws->batch[ws->at - 2])
 			continue;
-		long k = lr_ranges_find(&t->pending, p);
-		if (k < 0 || t->pending.v[k].img + (p - t->pending.v[k].start) != p) {
+		const struct lr_range *rg = lr_ranges_get(&t->pending, p);
+		if (!rg || rg->img + (p - rg->start) != p) {
 			pr_debug("task %u: working-set page 0x%llx is %s", t->vpid, (unsigned long long)p,
-				 k < 0 ? "not pending (installed, claimed or dropped)" : "moved");
+				 !rg ? "not pending (installed, claimed or dropped)" : "moved");
 			q->skipped++;
 			continue;
 		}
@@ -279,7 +279,7 @@ static bool next_run(struct lr_ws *ws, struct ws_replay *q, struct lr_range *out
 			if (n == ws->batch[ws->at - 1])
 				continue;
 			/* the range at its dump-time address from p on holds n too, and the gap */
-			if (n - end > WS_GAP * PAGE || n - p >= WS_RUN_MAX * PAGE || n >= t->pending.v[k].end)
+			if (n - end > WS_GAP * PAGE || n - p >= WS_RUN_MAX * PAGE || n >= rg->end)
 				break;
 			end = n + PAGE;
 			own++;

@@ -24,9 +24,11 @@ static void expect_ranges(const struct lr_ranges *r, const struct exp *e, size_t
 
 	assert_int_equal(r->nr, n);
 	for (size_t i = 0; i < n; i++) {
-		assert_int_equal(r->v[i].start, e[i].start);
-		assert_int_equal(r->v[i].end, e[i].end);
-		assert_int_equal(r->v[i].img, e[i].img);
+		const struct lr_range *g = lr_ranges_nth(r, i);
+		assert_non_null(g);
+		assert_int_equal(g->start, e[i].start);
+		assert_int_equal(g->end, e[i].end);
+		assert_int_equal(g->img, e[i].img);
 		pages += (e[i].end - e[i].start) / P;
 	}
 	assert_int_equal(r->pages, pages);
@@ -65,10 +67,10 @@ static void test_add_find_overlap(void **state)
 	assert_int_equal(lr_ranges_add(&r, 30 * P, 40 * P, 30 * P), 0);
 	assert_int_equal(lr_ranges_add(&r, 10 * P, 20 * P, 10 * P), 0);
 	assert_int_equal(lr_ranges_add(&r, 15 * P, 35 * P, 0), -1); /* overlap refused */
-	assert_int_equal(lr_ranges_find(&r, 10 * P), 0);
-	assert_int_equal(lr_ranges_find(&r, 20 * P - 1), 0);
-	assert_int_equal(lr_ranges_find(&r, 20 * P), -1);
-	assert_int_equal(lr_ranges_find(&r, 39 * P), 1);
+	assert_ptr_equal(lr_ranges_get(&r, 10 * P), lr_ranges_nth(&r, 0));
+	assert_ptr_equal(lr_ranges_get(&r, 20 * P - 1), lr_ranges_nth(&r, 0));
+	assert_null(lr_ranges_get(&r, 20 * P));
+	assert_ptr_equal(lr_ranges_get(&r, 39 * P), lr_ranges_nth(&r, 1));
 	lr_ranges_free(&r);
 }
 
@@ -164,6 +166,106 @@ static void test_build(void **state)
 	lr_ranges_free(&r);
 }
 
+/*
+ * Against a model, a page array holding each page's dump-time address (0: not
+ * pending): thousands of random drops, adds and remaps over 4096 pages, so
+ * that blocks fill, split and empty (LR_RBLOCK ranges a block).  After each
+ * step: the ranges list exactly the model's pages, in order, maximal or not,
+ * and every page's lookup agrees.
+ */
+#define MODEL_PAGES 4096U
+
+static void check_model(const struct lr_ranges *r, const uint64_t *model)
+{
+	uint64_t pages = 0, prev_end = 0;
+
+	for (size_t i = 0; i < r->nr; i++) {
+		const struct lr_range *g = lr_ranges_nth(r, i);
+		assert_non_null(g);
+		assert_true(g->start < g->end && g->start >= prev_end);
+		for (uint64_t a = g->start; a < g->end; a += P)
+			assert_int_equal(model[a / P], g->img + (a - g->start));
+		pages += (g->end - g->start) / P;
+		prev_end = g->end;
+	}
+	assert_int_equal(r->pages, pages);
+	for (uint64_t k = 0; k < MODEL_PAGES; k++) {
+		const struct lr_range *g = lr_ranges_get(r, k * P);
+		assert_true(model[k] ? g && model[k] == g->img + (k * P - g->start) : !g);
+		assert_int_equal(lr_ranges_overlap(r, k * P, (k + 1) * P), model[k] != 0);
+	}
+}
+
+static void test_model(void **state)
+{
+	static uint64_t model[MODEL_PAGES];
+	struct lr_ranges r, c;
+	uint64_t seed = 0x9E3779B97F4A7C15ULL;
+	size_t most = 0;
+
+	(void)state;
+	lr_ranges_init(&r);
+	/* every page pending, in ranges of 1-8 pages, its dump-time address 1 GiB above */
+	for (uint64_t k = 0; k < MODEL_PAGES;) {
+		uint64_t n = 1 + k % 8 < MODEL_PAGES - k ? 1 + k % 8 : MODEL_PAGES - k;
+		assert_int_equal(lr_ranges_add(&r, k * P, (k + n) * P, (1ULL << 30) + k * P), 0);
+		for (uint64_t j = k; j < k + n; j++)
+			model[j] = (1ULL << 30) + j * P;
+		k += n;
+	}
+	check_model(&r, model);
+	for (int step = 0; step < 3000; step++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		uint64_t s = (seed >> 33) % MODEL_PAGES, len = 1 + (seed >> 20) % 24;
+		if (s + len > MODEL_PAGES)
+			len = MODEL_PAGES - s;
+		switch ((seed >> 60) % 4) {
+		case 0:
+		case 1: /* installed or dropped: a fault window, a run, a REMOVE */
+			assert_int_equal(lr_ranges_drop(&r, s * P, (s + len) * P), 0);
+			for (uint64_t j = s; j < s + len; j++)
+				model[j] = 0;
+			break;
+		case 2: { /* back to pending where nothing is (a claim let go) */
+			uint64_t e = s;
+			while (e < s + len && !model[e])
+				e++;
+			assert_int_equal(lr_ranges_add(&r, s * P, e * P, (2ULL << 30) + s * P), 0);
+			for (uint64_t j = s; j < e; j++)
+				model[j] = (2ULL << 30) + j * P;
+			break;
+		}
+		default: { /* moved elsewhere in the model's span (REMAP) */
+			uint64_t to = (seed >> 8) % (MODEL_PAGES - len + 1);
+			uint64_t moved[24];
+			memcpy(moved, model + s, len * sizeof(moved[0]));
+			assert_int_equal(lr_ranges_remap(&r, s * P, to * P, len * P), 0);
+			for (uint64_t j = s; j < s + len; j++)
+				model[j] = 0;
+			for (uint64_t j = 0; j < len; j++)
+				model[to + j] = moved[j];
+			break;
+		}
+		}
+		if (r.nr > most)
+			most = r.nr;
+		if (step % 100 == 0)
+			check_model(&r, model);
+	}
+	check_model(&r, model);
+	/* a deep copy (fork) of many blocks */
+	lr_ranges_init(&c);
+	assert_int_equal(lr_ranges_copy(&c, &r), 0);
+	lr_ranges_drop(&r, 0, MODEL_PAGES * P);
+	assert_int_equal(r.nr, 0);
+	assert_null(lr_ranges_first(&r));
+	check_model(&c, model);
+	print_message("  %zu ranges at most (%d a block)\n", most, LR_RBLOCK);
+	assert_true(most > 4 * LR_RBLOCK);
+	lr_ranges_free(&r);
+	lr_ranges_free(&c);
+}
+
 static void test_percentiles(void **state)
 {
 	struct lr_stats *s = calloc(1, sizeof(*s));
@@ -186,7 +288,7 @@ int main(void)
 	    cmocka_unit_test(test_drop),	cmocka_unit_test(test_add_find_overlap),
 	    cmocka_unit_test(test_remap),	cmocka_unit_test(test_copy_merge),
 	    cmocka_unit_test(test_pick),	cmocka_unit_test(test_build),
-	    cmocka_unit_test(test_percentiles),
+	    cmocka_unit_test(test_percentiles), cmocka_unit_test(test_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -295,14 +295,15 @@ static void check_ranges(const struct img_mm *mm, uint64_t seed)
 	for (size_t i = 0; i < mm->nr_pmes; i++)
 		if (mm->pmes[i].flags & IMG_PE_LAZY)
 			lazy_pages += mm->pmes[i].nr_pages;
+	uint64_t prev_end = 0;
 	for (size_t i = 0; i < r.nr; i++) {
-		const struct lr_range *g = &r.v[i];
+		const struct lr_range *g = lr_ranges_nth(&r, i);
 		/* The lookups were checked against linear scans above; here they keep this linear. */
 		long v = img_find_vma(mm, g->start), p;
 		uint64_t a = g->start;
 
 		if (g->start >= g->end || (g->start | g->end) % IMG_PAGE_SIZE || g->img != g->start ||
-		    (i && g->start < r.v[i - 1].end))
+		    (i && g->start < prev_end))
 			violation("task %u: lazy range %zu %#llx-%#llx (img %#llx) is empty, unaligned or unsorted",
 				  mm->pid, i, (unsigned long long)g->start, (unsigned long long)g->end,
 				  (unsigned long long)g->img);
@@ -318,13 +319,14 @@ static void check_ranges(const struct img_mm *mm, uint64_t seed)
 			a = pme_end(&mm->pmes[p]);
 		}
 		pages += (g->end - g->start) / IMG_PAGE_SIZE;
+		prev_end = g->end;
 	}
 	if (pages != r.pages || pages != lazy_pages)
 		violation("task %u: lazy ranges hold %llu pages, say %llu, the pagemap has %llu lazy", mm->pid,
 			  (unsigned long long)pages, (unsigned long long)r.pages, (unsigned long long)lazy_pages);
-	if (r.nr && (lr_ranges_pick(&r, seed & ~(IMG_PAGE_SIZE - 1), 64 * IMG_PAGE_SIZE, &c) ||
-		     lr_ranges_find(&r, c.start) < 0 || c.start >= c.end || c.end - c.start > 64 * IMG_PAGE_SIZE ||
-		     c.end > r.v[lr_ranges_find(&r, c.start)].end))
+	if (r.nr &&
+	    (lr_ranges_pick(&r, seed & ~(IMG_PAGE_SIZE - 1), 64 * IMG_PAGE_SIZE, &c) || !lr_ranges_get(&r, c.start) ||
+	     c.start >= c.end || c.end - c.start > 64 * IMG_PAGE_SIZE || c.end > lr_ranges_get(&r, c.start)->end))
 		violation("task %u: lr_ranges_pick gave %#llx-%#llx, not a piece of one range", mm->pid,
 			  (unsigned long long)c.start, (unsigned long long)c.end);
 	if (verbose)
