@@ -23,8 +23,8 @@ struct lr_range {
 /*
  * Sorted, non-overlapping ranges in blocks of up to LR_RBLOCK: a split in the
  * middle (every installed run of a working set, or fault window) moves at most
- * one block's tail, not the whole array's (with tens of thousands of ranges,
- * that memmove under the engine lock was 18% of a restore's samples).
+ * one block's tail, not the whole array's, under the engine lock
+ * (bench/apps/README.md has the profile).
  */
 #define LR_RBLOCK 64
 

@@ -617,8 +617,8 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 	 * when its answer is the next one on it, arriving now: a program that
 	 * reads its memory in order faults right at the stream's front, and
 	 * asking each such page again (the server answering it twice, the bulk
-	 * stream held while an urgent answer is due) made a 1 GiB restore over
-	 * loopback 3-5x slower (bench/net/README.md).  It waits BULK_WAIT_MS for
+	 * stream held while an urgent answer is due) slowed the whole stream
+	 * (bench/net/README.md).  It waits BULK_WAIT_MS for
 	 * that answer, then asks (lr_remote_overdue()): a stalled answer is
 	 * not waited for.
 	 */

@@ -9,8 +9,8 @@
  * WS_BATCH recorded pages sorted and merged where a few pending pages lie
  * between them.  A run is an ordinary claim, so a fault is served by the
  * fault thread at once, never after the replay's copies (a replay on the
- * fault thread held each fault of a restored redis behind a batch: about
- * 200 us, 2000 times over), and events reclaim a run as any other.
+ * fault thread held each fault behind a batch: bench/apps/README.md), and
+ * events reclaim a run as any other.
  */
 #ifndef LAZYRESTORE_ENGINE_WS_H
 #define LAZYRESTORE_ENGINE_WS_H
