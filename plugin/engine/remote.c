@@ -622,8 +622,8 @@ int lr_remote_fault(struct lr_engine *e, struct lr_task *t, uint64_t addr, doubl
 	 * that answer, then asks (lr_remote_overdue()): a stalled answer is
 	 * not waited for.
 	 */
-	bool next = q && !q->urgent && !serial_now(e) && next_on_bulk(q);
-	if (q && !q->urgent && !serial_now(e) && !next) {
+	bool again = q && !q->urgent && !serial_now(e), next = again && next_on_bulk(q);
+	if (again && !next) {
 		ret = ask_again(rm, q, addr, t0);
 		pthread_mutex_unlock(&e->lock);
 		if (ret == INSTALL_OK)
