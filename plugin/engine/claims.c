@@ -207,7 +207,13 @@ bool lr_claim_take(struct lr_engine *e, struct lr_claim *c)
 {
 	struct lr_task *t = NULL;
 	struct lr_range r;
-	bool ws = lr_ws_take(e, &t, &r);
+	/*
+	 * Where a copy beside a faulting program slows it (cpuprobe.c: workers
+	 * wait for calm spells), the working set's scattered pages are no
+	 * exception: replayed while the program faulted, they held it up for the
+	 * whole replay (bench/apps/README.md).  There they wait for a calm spell.
+	 */
+	bool ws = (!e->o.workers_calm || e->follow.on || lr_prefetch_calm(e)) && lr_ws_take(e, &t, &r);
 
 	if (!ws &&
 	    (lr_ws_hold_in(e) || !(t = next_task(e)) || lr_ranges_pick(&t->pending, e->hint_addr, PREFETCH_CHUNK, &r)))

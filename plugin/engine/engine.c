@@ -346,8 +346,10 @@ int lr_engine_run(struct lr_engine *e)
 	}
 out:
 	pthread_mutex_lock(&e->lock);
-	if (ret == 0)
+	if (ret == 0) {
 		e->stats.t_all_resident = lr_now();
+		lr_ws_close(e);
+	}
 	lr_stage_enter(e, STAGE_STOPPING);
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);

@@ -284,6 +284,8 @@ int lr_prefetch_start(struct lr_engine *e);
 bool lr_prefetch_own_step(struct lr_engine *e);
 /* Lock held: ms until the workers waiting for a calm spell may go; wakes them once it came (-1). */
 int lr_prefetch_calm_in(struct lr_engine *e);
+/* PREFETCH_CALM_NS passed without a fault served */
+bool lr_prefetch_calm(struct lr_engine *e);
 void lr_prefetch_stop(struct lr_engine *e);
 /* Fault thread: read t's uffd inside its gate, raising a worker that holds it up. */
 void lr_prefetch_gate_read_lock(struct lr_engine *e, struct lr_task *t);

@@ -158,7 +158,7 @@ static uint64_t since_fault_ns(struct lr_engine *e)
 	return lr_now_ns() - __atomic_load_n(&e->last_fault_ns, __ATOMIC_RELAXED);
 }
 
-static bool calm(struct lr_engine *e)
+bool lr_prefetch_calm(struct lr_engine *e)
 {
 	return since_fault_ns(e) >= PREFETCH_CALM_NS;
 }
@@ -212,7 +212,7 @@ static bool claim_step(struct lr_engine *e, struct lr_claim *c, struct lr_worker
 	uint64_t step = len - off < c->step ? len - off : c->step;
 	bool near = w && w->near; /* small pieces, and none once a fault came: see wait_calm() */
 	uint64_t piece = near						   ? PREFETCH_PIECE_NEAR
-			 : calm(e)					   ? PREFETCH_PIECE_CALM
+			 : lr_prefetch_calm(e)				   ? PREFETCH_PIECE_CALM
 			 : gated && (far || c->calm < PREFETCH_CALM_STEPS) ? PREFETCH_PIECE_NEAR
 									   : PREFETCH_STEP_MIN;
 	/* the file read happens outside the gate: only the copy must not start during an event read */
@@ -284,10 +284,10 @@ static void wait_calm(struct lr_worker *w)
 	 */
 	bool waits = e->follow.on ? w->near : e->o.workers_calm;
 
-	if (!waits || calm(e))
+	if (!waits || lr_prefetch_calm(e))
 		return;
 	pthread_mutex_lock(&e->lock);
-	while (lr_stage(e) < STAGE_STOPPING && !calm(e)) {
+	while (lr_stage(e) < STAGE_STOPPING && !lr_prefetch_calm(e)) {
 		if (!e->calm_waiters++) /* a fault thread asleep for good must set itself a timeout */
 			lr_engine_kick(e);
 		pthread_cond_wait(&e->calm, &e->lock);
@@ -343,7 +343,7 @@ static void *worker(void *arg)
 		if (!claim(e, c))
 			continue;
 		/* the near worker lets its claim go when a fault stops it: see claim_step() */
-		while (claim_step(e, c, w) && !(w->near && !calm(e)))
+		while (claim_step(e, c, w) && !(w->near && !lr_prefetch_calm(e)))
 			wait_calm(w);
 		pthread_mutex_lock(&e->lock);
 		struct lr_claim whole = *c; /* thp.c looks at the extent once the claim is released */

@@ -315,6 +315,16 @@ bool lr_ws_take(struct lr_engine *e, struct lr_task **task, struct lr_range *out
 	return false;
 }
 
+void lr_ws_close(struct lr_engine *e)
+{
+	struct lr_task *t;
+	struct lr_range r;
+
+	/* nothing is pending: next_run() counts the rest as installed by others (a run can't come) */
+	while (lr_ws_take(e, &t, &r))
+		lr_ws_run_over(e);
+}
+
 /* The first occurrence of each page, in order (a page dropped and faulted again counts once). */
 static uint32_t dedupe(uint64_t *pages, uint32_t nr)
 {

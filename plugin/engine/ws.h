@@ -56,6 +56,12 @@ void lr_ws_note(struct lr_engine *e, struct lr_task *t, uint64_t img);
  * when no working set is left to install.
  */
 bool lr_ws_take(struct lr_engine *e, struct lr_task **t, struct lr_range *out);
+/*
+ * Engine lock held, all resident: the replay ends.  Where runs wait for calm
+ * spells (lr_claim_take()), the prefetch may have installed the rest of the
+ * set before any run was taken.
+ */
+void lr_ws_close(struct lr_engine *e);
 /* Engine lock held: a run lr_ws_take() gave is over (installed, taken back or failed). */
 void lr_ws_run_over(struct lr_engine *e);
 /* After the run: write the recorded working set (if recording). */

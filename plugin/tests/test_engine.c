@@ -731,7 +731,8 @@ static void test_rows_async(void **state)
 static void start_engine(struct run *r, struct mem_source *m, int uffd, struct image *im,
 			 const struct lr_engine_opts *o, pthread_t *th)
 {
-	r->e = lr_engine_create(&m->base, o);
+	if (!r->e) /* else made by the caller, to set it up first */
+		r->e = lr_engine_create(&m->base, o);
 	assert_non_null(r->e);
 	m->engine = r->e;
 	assert_int_equal(lr_engine_add_task(r->e, 1, getpid(), uffd, &im->mm), 0);
@@ -793,7 +794,9 @@ static void test_huge_pages(void **state)
  * Workers that wait for a calm spell (--workers-beside-faults no): while this
  * thread reads every word, faulting all the way, the worker must neither hold
  * the end up (parked when the fault thread finishes) nor be left parked once
- * the faults stop; every word right either way.
+ * the faults stop; every word right either way.  The working set's runs wait
+ * for calm spells too there (lr_claim_take()): each of its pages is still
+ * installed or found taken, and its end is still reached.
  */
 static void test_calm_workers(void **state)
 {
@@ -808,6 +811,9 @@ static void test_calm_workers(void **state)
 	struct image im;
 	image_init(&im, m.vaddr, 0);
 	struct lr_engine_opts o = {.workers = 1, .workers_calm = true, .workers_why = "test"};
+	r.e = lr_engine_create(&m.base, &o);
+	assert_non_null(r.e);
+	use_working_set(r.e, m.vaddr);
 	start_engine(&r, &m, uffd, &im, &o, &th);
 	/* scattered first reads (a prime stride): faults keep coming while the prefetch runs */
 	for (uint64_t k = 0, n = AREA / PG; k < n; k++)
@@ -816,8 +822,12 @@ static void test_calm_workers(void **state)
 	assert_int_equal(r.ret, 0);
 	assert_int_equal(bad_word(area, AREA, m.vaddr, false), 0);
 	assert_true(r.stats.workers_calm);
-	print_message("  %llu faults, %llu pages prefetched\n", (unsigned long long)r.stats.faults,
-		      (unsigned long long)r.stats.prefetch_pages);
+	print_message(
+	    "  %llu faults, %llu pages prefetched, working set: %llu pages by its runs, %llu by other copies\n",
+	    (unsigned long long)r.stats.faults, (unsigned long long)r.stats.prefetch_pages,
+	    (unsigned long long)r.stats.ws_pages, (unsigned long long)r.stats.ws_skipped);
+	assert_int_equal(r.stats.ws_pages + r.stats.ws_skipped, WS_NR);
+	assert_true(r.stats.ws_ms > 0);
 	munmap(area, AREA);
 	source_fini(&m);
 }
