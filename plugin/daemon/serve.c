@@ -78,6 +78,13 @@ static void on_finished(void *arg)
 	lr_engine_restore_finished(s->e);
 }
 
+/* Engine lock held (ws.c): the working set is in, or the hold's bound passed. */
+static void release_tasks(void *arg)
+{
+	struct session *s = arg;
+	lr_handoff_release(s->cfd, false);
+}
+
 static void on_failed(void *arg, const char *why)
 {
 	struct session *s = arg;
@@ -202,8 +209,14 @@ static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opt
 	if (!src)
 		return -1;
 	s.e = lr_engine_create(src, &eo);
-	if (!s.e || lr_ws_setup(s.e, d->img.dir, o->record_ws, o->record_ws_for) || watch_restore(s.e, peer) ||
-	    pthread_create(&th, NULL, handoff_thread, &s)) {
+	if (!s.e || lr_ws_setup(s.e, d->img.dir, o->record_ws, o->record_ws_for) || watch_restore(s.e, peer)) {
+		pr_err("can't start serving the restore");
+		goto out;
+	}
+	/* before the hand-off thread: criu reads the request only after the end marker */
+	if (lr_ws_replays(s.e) && o->ws_hold_ms && !lr_handoff_hold(cfd))
+		lr_ws_hold_tasks(s.e, o->ws_hold_ms, release_tasks, &s);
+	if (pthread_create(&th, NULL, handoff_thread, &s)) {
 		pr_err("can't start serving the restore");
 		goto out;
 	}
@@ -263,8 +276,10 @@ static int engine_child(void *arg, struct lr_sv *sv, bool resuming)
 {
 	struct sv_ctx *c = arg;
 
-	if (resuming)
+	if (resuming) { /* criu may still hold the tasks for the engine that died; this one replays no working set */
+		lr_handoff_release(c->cfd, true);
 		return resume(c->d, c->o, sv) ? 1 : 0;
+	}
 	return serve(c->d, c->cfd, c->peer, c->o, sv) ? 1 : 0;
 }
 

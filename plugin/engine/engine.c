@@ -300,7 +300,8 @@ int lr_engine_run(struct lr_engine *e)
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		bool stop = lr_stage(e) >= STAGE_STOPPING, done = all_done(e);
-		int over_in = restore_over_in(e), calm_in = lr_prefetch_calm_in(e), hold_in = lr_ws_hold_in(e);
+		int over_in = restore_over_in(e), calm_in = lr_prefetch_calm_in(e), hold_in = lr_ws_hold_in(e),
+		    release_in = lr_ws_release_in(e);
 		if (progress)
 			draw_progress(e);
 		pthread_mutex_unlock(&e->lock);
@@ -322,6 +323,8 @@ int lr_engine_run(struct lr_engine *e)
 			timeout = calm_in;
 		if (hold_in > 0 && (timeout < 0 || hold_in < timeout))
 			timeout = hold_in;
+		if (release_in > 0 && (timeout < 0 || release_in < timeout))
+			timeout = release_in;
 		int overdue_in = lr_remote_overdue(e);
 		if (overdue_in >= 0 && (timeout < 0 || overdue_in < timeout))
 			timeout = overdue_in;
@@ -350,6 +353,7 @@ out:
 		e->stats.t_all_resident = lr_now();
 		lr_ws_close(e);
 	}
+	lr_ws_release(e, "the engine stops");
 	lr_stage_enter(e, STAGE_STOPPING);
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->lock);

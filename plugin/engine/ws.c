@@ -46,6 +46,10 @@ struct lr_ws {
 	double t0;		  /* engine lock: the first task's hand-off (0: no working set to install) */
 	uint64_t batch[WS_BATCH]; /* engine lock: q[0]'s batch, sorted; runs are taken from at on */
 	uint32_t nr_batch, at;
+	/* lr_ws_hold_tasks(): before the hand-off; then engine lock */
+	unsigned hold_ms;
+	void (*release)(void *arg); /* NULL: no task held (any more) */
+	void *release_arg;
 };
 
 static void load(struct lr_ws *ws, const char *path)
@@ -216,6 +220,55 @@ static bool refill(struct lr_ws *ws, struct ws_replay *q)
 	return n > 0;
 }
 
+bool lr_ws_replays(const struct lr_engine *e)
+{
+	return e->ws && !e->ws->record && e->ws->file.nr_tasks;
+}
+
+void lr_ws_hold_tasks(struct lr_engine *e, unsigned max_ms, void (*release)(void *), void *arg)
+{
+	struct lr_ws *ws = e->ws;
+
+	ws->hold_ms = max_ms;
+	ws->release = release;
+	ws->release_arg = arg;
+	pr_info("working set: criu is asked to hold the tasks after the restore finished until it is installed, "
+		"%u ms at most",
+		max_ms);
+}
+
+void lr_ws_release(struct lr_engine *e, const char *why)
+{
+	struct lr_ws *ws = e->ws;
+
+	if (!ws || !ws->release)
+		return;
+	ws->release(ws->release_arg);
+	ws->release = NULL;
+	if (e->stats.t_finished > 0)
+		pr_info("tasks released %.3f ms after the restore-finished marker: %s",
+			(lr_now() - e->stats.t_finished) * 1e3, why);
+	else
+		pr_info("tasks released before the restore finished: %s", why);
+}
+
+int lr_ws_release_in(struct lr_engine *e)
+{
+	struct lr_ws *ws = e->ws;
+
+	if (!ws || !ws->release || lr_stage(e) < STAGE_FINISHED)
+		return -1;
+	if (!ws->nr_q && !ws->inflight) { /* no task had a list, or the set went in before the marker */
+		lr_ws_release(e, "no working set left to install");
+		return -1;
+	}
+	double left = e->stats.t_finished + ws->hold_ms / 1e3 - lr_now();
+	if (left > 0)
+		return (int)(left * 1e3) + 1;
+	lr_ws_release(e, "the hold's bound passed: the rest of the working set goes in while they run");
+	return -1;
+}
+
 /* Lock held: once every list is handed out and every run over, the working set is in. */
 static void check_installed(struct lr_engine *e, struct lr_ws *ws)
 {
@@ -226,6 +279,7 @@ static void check_installed(struct lr_engine *e, struct lr_ws *ws)
 	pr_info("working set installed: %llu pages (and %llu between them) in %.3f ms (%llu not pending any more)",
 		(unsigned long long)e->stats.ws_pages, (unsigned long long)e->stats.ws_gap_pages, e->stats.ws_ms,
 		(unsigned long long)e->stats.ws_skipped);
+	lr_ws_release(e, "working set installed");
 }
 
 /* Lock held: q's list is handed out (or its task gone): say how it went and take it off the queue. */

@@ -37,6 +37,21 @@ struct lr_task;
  * identity unreadable).
  */
 int lr_ws_setup(struct lr_engine *e, struct img_dir *dir, bool record, unsigned hold_s);
+/* Whether a working set is replayed (one was read, and this is no recording). */
+bool lr_ws_replays(const struct lr_engine *e);
+/*
+ * Before the hand-off, lr_ws_replays(): the tasks are held after the
+ * restore-finished marker (criu-patches/0014) until the working set is in,
+ * max_ms after the marker, or the engine stops, whichever comes first; then
+ * release(arg) is called once, engine lock held.  Pages installed before the
+ * program runs go into page tables it does not use yet: on a PVM guest a
+ * replay beside the running program held it up (bench/apps/README.md).
+ */
+void lr_ws_hold_tasks(struct lr_engine *e, unsigned max_ms, void (*release)(void *), void *arg);
+/* Engine lock held: ms until held tasks are released anyway; -1 if none are held, or before the marker. */
+int lr_ws_release_in(struct lr_engine *e);
+/* Engine lock held: release held tasks now (if any), why for the log. */
+void lr_ws_release(struct lr_engine *e, const char *why);
 /* Before the hand-off: install file's lists (the engine owns them from now), as a working set read from a dump's. */
 int lr_ws_use(struct lr_engine *e, struct img_ws *file);
 /*

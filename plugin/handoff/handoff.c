@@ -55,6 +55,30 @@ int lr_handoff_accept(int lfd, pid_t *peer)
 	return fd;
 }
 
+static int send_word(int cfd, uint32_t w, const char *what, bool quiet)
+{
+	ssize_t n;
+
+	do
+		n = send(cfd, &w, sizeof(w), MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n == sizeof(w))
+		return 0;
+	if (!quiet)
+		pr_warn("%s: can't send the %s: %s", LR_LAZY_SOCK_NAME, what, n < 0 ? strerror(errno) : "short send");
+	return -1;
+}
+
+int lr_handoff_hold(int cfd)
+{
+	return send_word(cfd, LR_HOLD_TASKS, "request to hold the tasks", false);
+}
+
+int lr_handoff_release(int cfd, bool quiet)
+{
+	return send_word(cfd, LR_RELEASE_TASKS, "release of the tasks", quiet);
+}
+
 struct rx {
 	int fd;
 	pid_t peer;

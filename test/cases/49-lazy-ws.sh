@@ -5,9 +5,11 @@
 # prefetch held for --record-ws-for) while the program reads 256 scattered
 # pages, each of which must fault; the second finds the file,
 # installs the recorded pages right after the hand-off, before anything
-# else: no read that faulted while recording may fault again (the program
-# names the pages whose read faulted), and the stats must show every recorded
-# page installed by the working-set pass.  The total of minor faults is only
+# else, while criu holds the tasks (criu-patches/0014, --ws-hold): no read
+# that faulted while recording may fault again (the program names the pages
+# whose read faulted), the stats must show every recorded page installed by
+# the working-set pass, and both logs must say the tasks were held until it
+# was in.  A third restore (--ws-hold 0) has the reads race the replay.  The total of minor faults is only
 # reported.  Each restore checks every word.  A second dump restored
 # with the first dump's file must ignore it with a warning.
 . "$(dirname "$0")/../lib/lazy.sh"
@@ -93,10 +95,17 @@ if [ -n "$rec" ] && [ "${got:-0}" -gt 0 ] && [ $((got + skipped)) = "$rec" ] && 
 else
 	fail "lazy-ws-replayed" "$figures${again:+; faulted again after the replay: pages $again}"
 fi
+held=$(grep -m1 'tasks released' "$d/img/lazy-pages-lazy-ws-replay.log")
+if [[ $held == *"working set installed"* ]] &&
+	grep -q 'the daemon installs the working set before the tasks run' "$d/img/restore-lazy-ws-replay.log"; then
+	pass "lazy-ws-held: criu held the tasks until the set was in (${held#*) })"
+else
+	fail "lazy-ws-held" "daemon: '${held:-no release line}'; criu's restore log: $(grep -m1 'lazy-pages:.*daemon' "$d/img/restore-lazy-ws-replay.log" || echo 'no hold line')"
+fi
 
 # The reads racing the replay (they start as the tree resumes): faults served
 # between its batches, on pages it has yet to install.  Every word is checked.
-restore_ws lazy-ws-race "$d/img" "$d" "$pid" --early --workers 0
+restore_ws lazy-ws-race "$d/img" "$d" "$pid" --early --workers 0 --ws-hold 0
 st=$d/img/stats-lazy-ws-race.json
 echo "    the replay raced by the reads: $(stat_of "$st" faults) faults, $(stat_of "$st" ws_pages) recorded pages installed by the replay (and $(stat_of "$st" ws_gap_pages) between them), $(stat_of "$st" ws_skipped) not pending any more"
 
