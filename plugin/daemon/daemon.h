@@ -29,7 +29,7 @@ struct lr_daemon_opts {
 	struct lr_tls_opts tls;
 	bool record_ws;		/* write the first faults as the dump's working set (engine/ws.h) */
 	unsigned record_ws_for; /* s after the restore-finished marker with no prefetch while recording */
-	unsigned ws_hold_ms;	/* replaying: criu holds the tasks after the marker this long at most */
+	int ws_hold_ms;		/* replaying: criu holds the tasks after the marker this long at most; -1 auto */
 };
 
 int lr_daemon_run(const struct lr_daemon_opts *o);

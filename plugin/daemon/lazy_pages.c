@@ -107,14 +107,14 @@ static const char usage_text[] =
     "                         the restore-finished marker on, before any other\n"
     "                         prefetch (faults are still served at once); a file of\n"
     "                         another dump, or a damaged one, is ignored with a warning\n"
-    "      --ws-hold MS       replaying a working set, have criu hold the restored tasks\n"
+    "      --ws-hold auto|MS  replaying a working set, have criu hold the restored tasks\n"
     "                         after the restore finished until the set is installed,\n"
-    "                         MS milliseconds at most (default 1000; 0: the set is\n"
-    "                         installed while the tasks run).  Pages installed before\n"
-    "                         a program runs cost it no fault; installed while it runs,\n"
-    "                         they go into page tables it is using.  Needs a criu with\n"
-    "                         lazyrestore's criu-patches/0014; another criu releases the\n"
-    "                         tasks at once, as if MS were 0\n"
+    "                         MS milliseconds at most (0: the set is installed while the\n"
+    "                         tasks run).  auto (the default): 1000 where prefetch\n"
+    "                         workers wait for calm spells (copies beside a faulting\n"
+    "                         program slow it on this host, so would the set's), else 0.\n"
+    "                         Needs a criu with lazyrestore's criu-patches/0014; another\n"
+    "                         criu releases the tasks at once, as if MS were 0\n"
     "      --record-ws-for SECONDS\n"
     "                         with --record-ws: for this long after the restore-finished\n"
     "                         marker nothing is prefetched, so that every page the tree\n"
@@ -212,7 +212,7 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 	o->level = LR_LOG_WARN;
 	o->workers = 1;
 	o->record_ws_for = 5;
-	o->ws_hold_ms = 1000;
+	o->ws_hold_ms = -1;
 	o->workers_beside_faults = -1;
 	o->fault_cpu = -1;
 	o->address = "127.0.0.1";
@@ -320,9 +320,11 @@ static int parse_args(int argc, char **argv, struct lr_daemon_opts *o)
 			o->record_ws_for = (unsigned)v;
 			break;
 		case OPT_WS_HOLD:
-			if (parse_uint("--ws-hold", optarg, 60000, &v))
+			if (!strcmp(optarg, "auto"))
+				v = -1;
+			else if (parse_uint("--ws-hold (auto or MS)", optarg, 60000, &v))
 				return -1;
-			o->ws_hold_ms = (unsigned)v;
+			o->ws_hold_ms = (int)v;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

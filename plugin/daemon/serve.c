@@ -78,6 +78,9 @@ static void on_finished(void *arg)
 	lr_engine_restore_finished(s->e);
 }
 
+/* --ws-hold auto, where it holds: the bound of the wait after the restore-finished marker */
+#define WS_HOLD_AUTO_MS 1000U
+
 /* Engine lock held (ws.c): the working set is in, or the hold's bound passed. */
 static void release_tasks(void *arg)
 {
@@ -214,8 +217,17 @@ static int serve(struct dump *d, int cfd, pid_t peer, const struct lr_daemon_opt
 		goto out;
 	}
 	/* before the hand-off thread: criu reads the request only after the end marker */
-	if (lr_ws_replays(s.e) && o->ws_hold_ms && !lr_handoff_hold(cfd))
-		lr_ws_hold_tasks(s.e, o->ws_hold_ms, release_tasks, &s);
+	if (lr_ws_replays(s.e)) {
+		/* auto: where copies beside a faulting program slow it, the set's would too (bench/apps/README.md) */
+		bool slows = d->workers_calm && !d->follow;
+		unsigned hold = o->ws_hold_ms >= 0 ? (unsigned)o->ws_hold_ms : slows ? WS_HOLD_AUTO_MS : 0;
+		if (!hold)
+			pr_info("working set: installed while the tasks run (%s)",
+				o->ws_hold_ms >= 0 ? "--ws-hold 0"
+						   : "auto: copies beside faults do not slow them here");
+		else if (!lr_handoff_hold(cfd))
+			lr_ws_hold_tasks(s.e, hold, release_tasks, &s);
+	}
 	if (pthread_create(&th, NULL, handoff_thread, &s)) {
 		pr_err("can't start serving the restore");
 		goto out;

@@ -79,7 +79,7 @@ else
 	fail "lazy-ws-recorded" "$n1 of the 256 reads faulted while recording, ws_recorded ${rec:-?}: $(first_err "$d/img/lazy-pages-lazy-ws-record.log")"
 fi
 
-restore_ws lazy-ws-replay "$d/img" "$d" "$pid" --workers 0
+restore_ws lazy-ws-replay "$d/img" "$d" "$pid" --workers 0 --ws-hold 1000
 m2=$MINFLT
 f2=$FAULTED
 st=$d/img/stats-lazy-ws-replay.json
